@@ -1,0 +1,66 @@
+// Package transport holds the values that pass between the sender loop and
+// the transports that carry its frames (TCP now, QUIC later). The sender loop
+// defines the interface it drives; transports return these types.
+package transport
+
+import (
+	"time"
+
+	"replenish/rate"
+)
+
+// Wake says what ended a wait for an invitation.
+type Wake int
+
+const (
+	// WakeImmediate means the transport was already inviting when asked.
+	WakeImmediate Wake = iota
+	// WakeKernel means a readiness event from the kernel (or the QUIC
+	// stack) ended the wait.
+	WakeKernel
+	// WakeTimer means the safety-net timer ended the wait. A healthy
+	// transport rarely reports it.
+	WakeTimer
+)
+
+func (w Wake) String() string {
+	switch w {
+	case WakeImmediate:
+		return "immediate"
+	case WakeKernel:
+		return "kernel"
+	case WakeTimer:
+		return "timer"
+	}
+	return "unknown"
+}
+
+// Invitation is the transport's offer to take one more frame now.
+type Invitation struct {
+	At         time.Time    // when the transport decided to invite
+	DrainRate  rate.Bitrate // estimated rate at which the backlog drains; 0 if unknown
+	AppLimited bool         // the latest rate sample was application-limited
+	Unsent     int          // bytes accepted by the transport but not yet sent
+	Threshold  int          // bytes: the unsent level at or below which it invites
+	RTT        time.Duration
+	Wake       Wake
+}
+
+// SendRecord describes one frame written to a transport.
+type SendRecord struct {
+	ID         uint64    // the id the caller gave the write
+	Bytes      int       // bytes written, framing included
+	WriteStart time.Time // just before the write call
+	WriteEnd   time.Time // when the write call returned
+	LeftHost   time.Time // when the last byte left the host; zero if unknown
+}
+
+// SourceDelay returns how long the frame waited in the sender's own buffers:
+// from the start of the write until its last byte left the host. It returns
+// -1 if the departure is unknown.
+func (r SendRecord) SourceDelay() time.Duration {
+	if r.LeftHost.IsZero() {
+		return -1
+	}
+	return r.LeftHost.Sub(r.WriteStart)
+}
