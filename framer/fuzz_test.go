@@ -1,0 +1,268 @@
+package framer
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pion/rtcp"
+)
+
+// framedStream returns packets as one RFC 4571 stream, the form
+// FuzzAssembler reads its input in.
+func framedStream(t testing.TB, pkts ...[]byte) []byte {
+	var out []byte
+	for _, p := range pkts {
+		var err error
+		if out, err = AppendFramed(out, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func seedStream(t testing.TB) [][]byte {
+	p := NewPacketizer(PacketizerConfig{SSRC: 1, MaxPacketSize: 64})
+	var pkts [][]byte
+	for i, f := range [][]byte{vp8Frame(true, 16, 16, 100, 0), vp8Frame(false, 0, 0, 10, 1), vp8Frame(false, 0, 0, 40, 2)} {
+		fp, _, err := p.Packetize(f, testEpoch.Add(time.Duration(i)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkts = append(pkts, fp...)
+	}
+	return pkts
+}
+
+// FuzzAssembler feeds the Assembler a sequence of packets, read from the
+// input as an RFC 4571 stream, and checks that whatever comes out is a
+// well-formed frame within the size limit.
+func FuzzAssembler(f *testing.F) {
+	pkts := seedStream(f)
+	f.Add(framedStream(f, pkts...))
+	f.Add(framedStream(f, pkts[1:]...))
+	f.Add(framedStream(f, slices.Concat(pkts[:2], pkts[3:])...))
+	f.Add(framedStream(f, pkts[0], MarshalPLI(1, 1), pkts[1]))
+	f.Add(framedStream(f, []byte{0x80, 0x60, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0x90}))
+	const maxFrame = 256
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		a := NewAssembler(maxFrame)
+		r := NewReader(bytes.NewReader(stream))
+		frames := uint64(0)
+		var got []*Frame
+		var copies [][]byte
+		for {
+			pkt, err := r.ReadPacket()
+			if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+				break
+			}
+			if err != nil {
+				continue // zero-length packet; the stream goes on
+			}
+			fr, err := a.Push(pkt)
+			if err != nil && fr != nil {
+				t.Fatalf("Push returned a frame and an error: %v", err)
+			}
+			if fr == nil {
+				continue
+			}
+			frames++
+			if len(fr.Data) > maxFrame || len(fr.Data) == 0 || fr.Packets < 1 {
+				t.Fatalf("frame of %d bytes in %d packets", len(fr.Data), fr.Packets)
+			}
+			key, w, h, err := ParseVP8Header(fr.Data)
+			if err != nil || key != fr.Key || w != fr.Width || h != fr.Height {
+				t.Fatalf("frame header %v %dx%d (%v) disagrees with %+v", key, w, h, err, fr)
+			}
+			got = append(got, fr)
+			copies = append(copies, slices.Clone(fr.Data))
+		}
+		// Frames belong to the caller: later packets must not change them.
+		for i, fr := range got {
+			if !bytes.Equal(fr.Data, copies[i]) {
+				t.Fatalf("frame %d changed after it was returned", i)
+			}
+		}
+		st := a.Stats()
+		if st.Frames != frames || st.Oversized > st.Dropped {
+			t.Fatalf("stats %+v after %d frames", st, frames)
+		}
+	})
+}
+
+// FuzzParseControl checks that ParseControl and the helpers that read its
+// result survive any input, and that a sender report found in it
+// round-trips.
+func FuzzParseControl(f *testing.F) {
+	rep, err := sampleReport(2).Marshal(9)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sdes, err := MarshalSDES(9, "c@h", "stream")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(MarshalPLI(1, 9))
+	f.Add(MarshalFIR(1, 9, 4))
+	f.Add(rep)
+	f.Add(sdes)
+	f.Add(slices.Concat(sdes, rep, MarshalPLI(1, 9)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pkts, err := ParseControl(b)
+		if err != nil {
+			if pkts != nil {
+				t.Fatal("packets with an error")
+			}
+			return
+		}
+		WantsKeyframe(pkts, 9)
+		if name, err := StreamName(pkts, 9); err == nil {
+			if ValidateStreamName(name) != nil {
+				t.Fatalf("StreamName returned invalid name %q", name)
+			}
+		}
+		for _, p := range pkts {
+			app, ok := p.(*rtcp.ApplicationDefined)
+			if !ok {
+				continue
+			}
+			r, err := ParseSenderReport(app)
+			if err != nil {
+				continue
+			}
+			if _, err := r.Marshal(app.SSRC); err != nil {
+				t.Fatalf("parsed report does not marshal: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzParseSenderReport checks that any report data that parses marshals
+// back to the same bytes (the reserved field aside).
+func FuzzParseSenderReport(f *testing.F) {
+	for _, n := range []int{0, 1, 3} {
+		b, err := sampleReport(n).Marshal(1)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[12:])
+	}
+	f.Add([]byte{1, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		app := &rtcp.ApplicationDefined{SSRC: 77, Name: ReportName, Data: data}
+		r, err := ParseSenderReport(app)
+		if err != nil {
+			return
+		}
+		b, err := r.Marshal(77)
+		if err != nil {
+			t.Fatalf("parsed report does not marshal: %v", err)
+		}
+		want := slices.Clone(data)
+		want[2], want[3] = 0, 0
+		if !bytes.Equal(b[12:], want) {
+			t.Fatalf("round trip changed the data:\n got  % x\n want % x", b[12:], want)
+		}
+		var back rtcp.ApplicationDefined
+		if err := back.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		r2, err := ParseSenderReport(&back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameReport(r2, r); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzParseTimeProbe checks that any probe that parses marshals back to the
+// same bytes (the reserved field aside).
+func FuzzParseTimeProbe(f *testing.F) {
+	f.Add(TimeProbe{Origin: testEpoch}.Marshal())
+	f.Add(TimeProbe{Origin: testEpoch}.Answer(testEpoch, testEpoch.Add(time.Millisecond)).Marshal())
+	f.Add([]byte("RPLC"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParseTimeProbe(b)
+		if err != nil {
+			return
+		}
+		want := slices.Clone(b)
+		want[6], want[7] = 0, 0
+		if got := p.Marshal(); !bytes.Equal(got, want) {
+			t.Fatalf("round trip changed the probe:\n got  % x\n want % x", got, want)
+		}
+	})
+}
+
+// FuzzParseVP8Header checks ParseVP8Header's promises on any input.
+func FuzzParseVP8Header(f *testing.F) {
+	f.Add(vp8Frame(true, 640, 360, 20, 0))
+	f.Add(vp8Frame(false, 0, 0, 5, 0))
+	f.Add([]byte{0x9d, 0x01, 0x2a})
+	f.Add(readVP8(f, "key-48x32.vp8"))
+	f.Add(readVP8(f, "delta-48x32.vp8"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key, w, h, err := ParseVP8Header(b)
+		if err != nil {
+			if !errors.Is(err, ErrNotVP8) || key || w != 0 || h != 0 {
+				t.Fatalf("error %v with key=%v %dx%d", err, key, w, h)
+			}
+			return
+		}
+		switch {
+		case key && (len(b) < vp8KeyHeaderLen || w <= 0 || h <= 0 || w > 16383 || h > 16383):
+			t.Fatalf("keyframe of %d bytes, %dx%d", len(b), w, h)
+		case !key && (len(b) < vp8TagSize || w != 0 || h != 0):
+			t.Fatalf("delta frame of %d bytes, %dx%d", len(b), w, h)
+		}
+	})
+}
+
+// FuzzPacketizeRoundTrip checks that any frame, at any packet size, comes
+// out of the Assembler as it went into the Packetizer, or is rejected for
+// the same reason ParseVP8Header rejects it.
+func FuzzPacketizeRoundTrip(f *testing.F) {
+	f.Add(vp8Frame(true, 32, 32, 300, 0), uint16(100))
+	f.Add(vp8Frame(false, 0, 0, 3, 0), uint16(33))
+	f.Add([]byte{0}, uint16(1200))
+	f.Add(readVP8(f, "key-48x32.vp8"), uint16(300))
+	f.Fuzz(func(t *testing.T, frame []byte, size uint16) {
+		p := NewPacketizer(PacketizerConfig{SSRC: 3, MaxPacketSize: int(size)})
+		pkts, ts, err := p.Packetize(frame, testEpoch)
+		if err != nil {
+			if len(frame) > 0 && (size == 0 || size >= 33) {
+				t.Fatalf("Packetize: %v", err)
+			}
+			return
+		}
+		limit := int(size)
+		if limit == 0 {
+			limit = DefaultRTPPacketSize
+		}
+		a := NewAssembler(0)
+		for i, b := range pkts {
+			if len(b) > limit {
+				t.Fatalf("packet %d: %d bytes, limit %d", i, len(b), limit)
+			}
+			fr, err := a.Push(b)
+			if i < len(pkts)-1 {
+				if fr != nil || err != nil {
+					t.Fatalf("packet %d of %d: %v, %v", i, len(pkts), fr, err)
+				}
+				continue
+			}
+			_, _, _, wantErr := ParseVP8Header(frame)
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("Push: %v; ParseVP8Header: %v", err, wantErr)
+			}
+			if err == nil && (fr == nil || !bytes.Equal(fr.Data, frame) || fr.Timestamp != ts || !fr.Capture.Equal(testEpoch)) {
+				t.Fatalf("frame %+v not the one sent", fr)
+			}
+		}
+	})
+}
