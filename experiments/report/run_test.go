@@ -1,0 +1,205 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPercentilesJSON(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		in   string
+		want Percentiles
+	}{
+		{"all", `{"p50":1.5,"p95":2,"p99":3}`, Percentiles{1.5, 2, 3}},
+		{"null", `{"p50":1,"p95":null,"p99":3}`, Percentiles{1, nan, 3}},
+		{"absent", `{"p50":1}`, Percentiles{1, nan, nan}},
+		{"object null", `null`, NoPercentiles()},
+		{"empty", `{}`, NoPercentiles()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Percentiles
+			if err := json.Unmarshal([]byte(tc.in), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !sameFloat(got.P50, tc.want.P50) || !sameFloat(got.P95, tc.want.P95) || !sameFloat(got.P99, tc.want.P99) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			// Back out: NaN is null, never NaN.
+			b, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Percentiles
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+			if !sameFloat(back.P50, got.P50) || !sameFloat(back.P95, got.P95) || !sameFloat(back.P99, got.P99) {
+				t.Fatalf("round trip %s: got %+v, want %+v", b, back, got)
+			}
+		})
+	}
+	b, _ := json.Marshal(Percentiles{1, math.Inf(1), math.NaN()})
+	if string(b) != `{"p50":1,"p95":null,"p99":null}` {
+		t.Fatalf("Marshal = %s", b)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	fpsNaN := nan
+	for _, tc := range []struct {
+		name string
+		in   Run
+		// want is what reading the JSON back gives.
+		want Run
+	}{
+		{
+			name: "full",
+			in: func() Run {
+				r, _ := videoRun(t, "replenish=15ms", 20, true)
+				return r
+			}(),
+			want: func() Run {
+				r, _ := videoRun(t, "replenish=15ms", 20, true)
+				return r
+			}(),
+		},
+		{
+			name: "non-finite",
+			in: Run{ID: "x", RTTMs: inf, Loss: nan, GoodputBps: nan, Utilization: inf, FPS: &fpsNaN, BitrateBps: nan,
+				SourceDelayMs: Percentiles{nan, 1, inf}, BottleneckQueueMs: NoPercentiles(),
+				G2GMs: &Percentiles{nan, nan, nan}, PartsMs: map[string]Percentiles{"wait": {nan, 2, 3}}},
+			want: Run{ID: "x", GoodputBps: nan, Utilization: nan,
+				SourceDelayMs: Percentiles{nan, 1, nan}, BottleneckQueueMs: NoPercentiles(),
+				G2GMs: &Percentiles{nan, nan, nan}, PartsMs: map[string]Percentiles{"wait": {nan, 2, 3}}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), "NaN") || strings.Contains(string(b), "Inf") {
+				t.Fatalf("non-finite number in %s", b)
+			}
+			var got Run
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !sameRun(t, got, tc.want) {
+				t.Fatalf("read back\n%s\nwant\n%s", mustJSON(t, got), mustJSON(t, tc.want))
+			}
+		})
+	}
+}
+
+func TestRunJSONMissingFields(t *testing.T) {
+	var r Run
+	if err := json.Unmarshal([]byte(`{"id":"a","mode":"default","goodput_bps":null}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]float64{
+		"source delay p50": r.SourceDelayMs.P50, "queue p95": r.BottleneckQueueMs.P95,
+		"goodput": r.GoodputBps, "utilization": r.Utilization,
+	} {
+		if !math.IsNaN(v) {
+			t.Errorf("%s = %v, want NaN", name, v)
+		}
+	}
+	if r.G2GMs != nil || r.CaptureToReceivedMs != nil || r.FPS != nil || r.PartsMs != nil {
+		t.Errorf("absent video fields set: %+v", r)
+	}
+}
+
+func TestSortRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		modes []string // in the expected order
+	}{
+		{"seed table", []string{"default", "lowat=15000", "lowat=165000", "replenish=15ms"}},
+		{"byte units", []string{"lowat=187", "lowat=15KB", "lowat=64KiB", "lowat=165000"}},
+		{"durations", []string{"replenish=500us", "replenish=5ms", "replenish=15ms", "replenish=1s"}},
+		{"variants follow their base", []string{"default", "default+nagle", "lowat=187", "lowat=187+nagle",
+			"replenish=15ms", "replenish=15ms+nagle", "replenish=15ms+noclause", "replenish=30ms"}},
+		{"unknown modes last", []string{"default", "replenish=15ms", "bbr-pacing", "zzz"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []Run
+			// Feed them in reverse, under one scenario.
+			for _, m := range slices.Backward(tc.modes) {
+				runs = append(runs, Run{ID: "id-" + m, Scenario: "s", Mode: m})
+			}
+			SortRuns(runs)
+			var got []string
+			for _, r := range runs {
+				got = append(got, r.Mode)
+			}
+			if !slices.Equal(got, tc.modes) {
+				t.Fatalf("order %q, want %q", got, tc.modes)
+			}
+		})
+	}
+	t.Run("scenario first", func(t *testing.T) {
+		runs := []Run{{ID: "1", Scenario: "b", Mode: "default"}, {ID: "2", Scenario: "a", Mode: "replenish=15ms"}, {ID: "3", Scenario: "a", Mode: "default"}}
+		SortRuns(runs)
+		if runs[0].ID != "3" || runs[1].ID != "2" || runs[2].ID != "1" {
+			t.Fatalf("order %v", runs)
+		}
+	})
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	r1, _ := bulkRun(t, "replenish=15ms", 280, 1.88e6)
+	r2, _ := bulkRun(t, "default", 22000, 1.81e6)
+	writeRun(t, dir, r1.ID, mustJSON(t, r1), nil)
+	writeRun(t, dir, r2.ID, mustJSON(t, r2), nil)
+	writeRun(t, dir, "no-id", `{"scenario":"s","mode":"default"}`, nil)
+	writeRun(t, dir, "broken", `{"id":`, nil)
+	writeRun(t, dir, "dup", mustJSON(t, r1), nil)
+	if err := os.MkdirAll(filepath.Join(dir, runsDir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	runs, err := Load(dir)
+	if !errors.Is(err, ErrBadRun) {
+		t.Fatalf("err = %v, want ErrBadRun", err)
+	}
+	for _, bad := range []string{"broken", "dup", "empty"} {
+		if !strings.Contains(err.Error(), bad+":") {
+			t.Errorf("error does not name %s: %v", bad, err)
+		}
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	want := []string{r2.ID, r1.ID, "no-id"} // bulk scenario: default, replenish; then "s"
+	if !slices.Equal(ids, want) {
+		t.Fatalf("ids %q, want %q", ids, want)
+	}
+	if !sameRun(t, runs[1], r1) {
+		t.Fatalf("run read back as %+v, want %+v", runs[1], r1)
+	}
+
+	t.Run("no runs", func(t *testing.T) {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, runsDir), 0o755)
+		if _, err := Load(dir); !errors.Is(err, ErrNoRuns) {
+			t.Fatalf("err = %v, want ErrNoRuns", err)
+		}
+	})
+	t.Run("no directory", func(t *testing.T) {
+		if _, err := Load(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("err = %v, want ErrNotExist", err)
+		}
+	})
+}
