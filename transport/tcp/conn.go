@@ -1,0 +1,332 @@
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"replenish/framer"
+	"replenish/transport"
+)
+
+// Options are the socket options a Conn set, as read back from the kernel.
+type Options struct {
+	NoDelay      bool   // TCP_NODELAY
+	NotsentLowat uint32 // TCP_NOTSENT_LOWAT at setup; NoLowat means no limit
+	Timestamping int    // SO_TIMESTAMPING flags; 0 when off
+	// KeyBase is the OPT_ID key of the first byte the Conn writes: 0 when
+	// the kernel supports SOF_TIMESTAMPING_OPT_ID_TCP, otherwise the bytes
+	// still unacknowledged when timestamping was enabled.
+	KeyBase uint32
+}
+
+// Stats are a Conn's counters since it was created.
+type Stats struct {
+	// Invitations by what ended the wait: already inviting when asked, a
+	// kernel readiness event, or the safety timer.
+	InvitedImmediate, InvitedKernel, InvitedTimer uint64
+	// Parks counts how often a wait parked to await a kernel event.
+	Parks uint64
+	// Netpoller wakes during waits, by what poll(2) then showed: the socket
+	// writable (EPOLLOUT), only an error-queue entry (a timestamp, which
+	// also wakes writers), or neither.
+	KernelWakes, ErrQueueWakes, OtherWakes uint64
+	// TimerWakes counts expiries of the safety timer.
+	TimerWakes uint64
+	// Rearms counts wakes after which the rule still did not invite, so the
+	// wait re-armed TCP_NOTSENT_LOWAT and parked again.
+	Rearms uint64
+	// Rechecks counts re-evaluations because poll(2) reported the socket
+	// writable while arming.
+	Rechecks uint64
+
+	Frames       uint64 // frames written
+	BytesWritten uint64 // bytes written, framing included
+
+	// Send records delivered with a departure time, without one (timestamps
+	// off, or evicted), and evicted from the bounded pending queue.
+	RecordsStamped, RecordsUnstamped, RecordsEvicted uint64
+	// Pending is how many records await their departure stamp now.
+	Pending int
+	// Timestamps read from the error queue: SCM_TSTAMP_SND (used),
+	// SCM_TSTAMP_SCHED (counted), others, SND stamps that matched no
+	// pending record, and messages that failed to parse.
+	StampsSent, StampsSched, StampsOther, StampsUnmatched, ErrQueueErrors uint64
+
+	// From the latest TCP_INFO reading a Wait took.
+	TotalRetrans int    // segments retransmitted
+	BytesRetrans uint64 // bytes retransmitted
+	// Lowat is TCP_NOTSENT_LOWAT as the Conn last set it.
+	Lowat uint32
+}
+
+// Conn is a TCP connection that carries RFC 4571 framed RTP and invites
+// frames according to its Config's buffer policy.
+//
+// Wait, WriteFrame and Poll belong to one sending goroutine and must not be
+// called concurrently with each other; ReadPacket belongs to one reading
+// goroutine; Info, Stats, Options and Close are safe from any goroutine.
+type Conn struct {
+	tc   *net.TCPConn
+	raw  syscall.RawConn
+	cfg  Config
+	opts Options
+	rd   *framer.Reader // ReadPacket's goroutine only
+
+	wbuf []byte // WriteFrame's framing buffer; sending goroutine only
+	// testHookBeforeWrite, if set, runs just before WriteFrame's write.
+	testHookBeforeWrite func()
+	// testHookStamp, if set, sees every stamp read from the error queue,
+	// with c.mu held.
+	testHookStamp func(stamp)
+
+	mu      sync.Mutex // guards the fields below
+	stats   Stats
+	lowat   uint32 // TCP_NOTSENT_LOWAT as last set
+	offset  uint64 // bytes written since timestamping was enabled
+	pending *pendingQueue
+	done    []transport.SendRecord // completed records awaiting OnSent
+	infoBuf [infoBufLen]byte
+	oob     [oobLen]byte
+	data    [oobDataLen]byte
+}
+
+// Buffer sizes for reading the error queue.
+const (
+	oobLen     = 512
+	oobDataLen = 64
+)
+
+// aLongTimeAgo is a deadline in the past, used to wake a parked wait.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Dial connects to addr ("host:port") over TCP and returns a Conn set up by
+// New. It blocks until connected or ctx is done.
+func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	d.SetMultipathTCP(false) // the rule reads plain TCP's state
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: dialing %s: %w", addr, err)
+	}
+	c, err := New(nc.(*net.TCPConn), cfg)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// New takes over the connected tc, sets its socket options for cfg and reads
+// them back: TCP_NODELAY unless cfg.Nagle, an explicit TCP_NOTSENT_LOWAT in
+// every mode (never the sysctl's), and SO_TIMESTAMPING unless
+// cfg.NoTimestamps. It returns an error wrapping ErrConfig, ErrOption,
+// ErrNotTCP (an MPTCP socket, for one) or ErrUnsupported; on error tc is
+// left open. The caller must not read from or
+// write to tc directly afterwards.
+func New(tc *net.TCPConn, cfg Config) (*Conn, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("tcp: %w", err)
+	}
+	c := &Conn{
+		tc:      tc,
+		raw:     raw,
+		cfg:     cfg,
+		rd:      framer.NewReader(bufio.NewReaderSize(tc, 16<<10)),
+		pending: newPendingQueue(cfg.MaxPending),
+	}
+	if err := c.setup(); err != nil {
+		return nil, err
+	}
+	c.lowat = c.opts.NotsentLowat
+	c.stats.Lowat = c.lowat
+	cfg.Logger.Debug("tcp: socket set up", "mode", cfg.String(),
+		"nodelay", c.opts.NoDelay, "notsent_lowat", c.opts.NotsentLowat,
+		"timestamping", c.opts.Timestamping, "key_base", c.opts.KeyBase)
+	return c, nil
+}
+
+// Options returns the socket options New set, as read back.
+func (c *Conn) Options() Options { return c.opts }
+
+// Config returns the Conn's configuration with defaults filled in.
+func (c *Conn) Config() Config { return c.cfg }
+
+// WriteFrame writes the packets of one frame, each RFC 4571 framed, in one
+// write. It blocks until the kernel has taken every byte: in replenish and
+// default modes only a full send buffer can hold it up (an invitation never
+// limits a write); in lowat mode Linux gates the write at Config.Lowat. The
+// frame's SendRecord reaches OnSent once its last byte has left the host
+// (from this or a later Wait, WriteFrame or Poll). It returns an error
+// wrapping framer.ErrEmptyPacket or framer.ErrPacketTooLarge for a packet it
+// cannot frame, ErrEmptyFrame for no packets, or the write's error.
+func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
+	if len(pkts) == 0 {
+		return ErrEmptyFrame
+	}
+	buf := c.wbuf[:0]
+	for i, p := range pkts {
+		var err error
+		if buf, err = framer.AppendFramed(buf, p); err != nil {
+			return fmt.Errorf("tcp: frame %d, packet %d: %w", id, i, err)
+		}
+	}
+	if cap(buf) <= maxKeptWriteBuffer {
+		c.wbuf = buf
+	}
+	if h := c.testHookBeforeWrite; h != nil {
+		h()
+	}
+	start := time.Now()
+	n, werr := c.tc.Write(buf)
+	end := time.Now()
+
+	rec := transport.SendRecord{ID: id, Bytes: n, WriteStart: start, WriteEnd: end}
+	c.mu.Lock()
+	c.stats.Frames++
+	c.stats.BytesWritten += uint64(n)
+	if n > 0 {
+		c.offset += uint64(n)
+		if c.opts.Timestamping == 0 {
+			c.finishLocked(rec)
+		} else if old, evicted := c.pending.push(rec, c.opts.KeyBase+uint32(c.offset-1)); evicted {
+			c.stats.RecordsEvicted++
+			c.finishLocked(old)
+		}
+	}
+	c.stats.Pending = c.pending.Len()
+	c.mu.Unlock()
+	c.Poll()
+	if werr != nil {
+		return fmt.Errorf("tcp: writing frame %d (%d of %d bytes written): %w", id, n, len(buf), werr)
+	}
+	return nil
+}
+
+// maxKeptWriteBuffer caps the framing buffer WriteFrame keeps between calls.
+const maxKeptWriteBuffer = 4 << 20
+
+// finishLocked queues r for OnSent. c.mu must be held.
+func (c *Conn) finishLocked(r transport.SendRecord) {
+	if r.LeftHost.IsZero() {
+		c.stats.RecordsUnstamped++
+	} else {
+		c.stats.RecordsStamped++
+	}
+	c.done = append(c.done, r)
+}
+
+// Poll collects the departure timestamps that have arrived, without
+// waiting, and passes the completed SendRecords to OnSent.
+func (c *Conn) Poll() {
+	if c.opts.Timestamping != 0 {
+		c.raw.Control(func(fd uintptr) {
+			c.mu.Lock()
+			c.drainLocked(int(fd))
+			c.mu.Unlock()
+		})
+	}
+	c.deliver()
+}
+
+// deliver passes completed records to OnSent, outside the lock.
+func (c *Conn) deliver() {
+	c.mu.Lock()
+	recs := c.done
+	c.done = nil
+	c.mu.Unlock()
+	if c.cfg.OnSent == nil {
+		return
+	}
+	for _, r := range recs {
+		c.cfg.OnSent(r)
+	}
+}
+
+// ReadPacket blocks until the next RFC 4571 framed packet from the peer
+// (RTCP feedback, typically) has arrived and returns it. The slice is valid
+// until the next call. It is for one reading goroutine and may run
+// concurrently with the sending goroutine's calls. At a clean end of stream
+// it returns io.EOF.
+func (c *Conn) ReadPacket() ([]byte, error) {
+	return c.rd.ReadPacket()
+}
+
+// Info returns a fresh TCP_INFO reading of the connection. It is safe for
+// concurrent use.
+func (c *Conn) Info() (Info, error) {
+	return ReadInfo(c.tc)
+}
+
+// Stats returns a snapshot of the Conn's counters. It is safe for concurrent
+// use.
+func (c *Conn) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// LocalAddr returns the local network address.
+func (c *Conn) LocalAddr() net.Addr { return c.tc.LocalAddr() }
+
+// RemoteAddr returns the peer's network address.
+func (c *Conn) RemoteAddr() net.Addr { return c.tc.RemoteAddr() }
+
+// Close closes the connection. A Wait, WriteFrame or ReadPacket blocked on
+// it returns an error wrapping net.ErrClosed. Records still awaiting a
+// departure stamp are dropped without reaching OnSent.
+func (c *Conn) Close() error {
+	err := c.tc.Close()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("tcp: closing: %w", err)
+	}
+	return err
+}
+
+// invitationLocked builds the Invitation for a decision taken on info.
+func (c *Conn) invitationLocked(info Info, d Decision, w transport.Wake) transport.Invitation {
+	inv := transport.Invitation{
+		At:         time.Now(),
+		DrainRate:  d.DrainRate,
+		AppLimited: info.AppLimited,
+		Unsent:     info.NotsentBytes,
+		RTT:        info.RTT,
+		Wake:       w,
+	}
+	switch c.cfg.Mode {
+	case ModeReplenish:
+		inv.Threshold = d.Limit
+	case ModeLowat:
+		inv.Threshold = (c.cfg.Lowat - 1) / 2
+	default:
+		inv.Threshold = -1
+	}
+	switch w {
+	case transport.WakeImmediate:
+		c.stats.InvitedImmediate++
+	case transport.WakeKernel:
+		c.stats.InvitedKernel++
+	case transport.WakeTimer:
+		c.stats.InvitedTimer++
+	}
+	return inv
+}
+
+// noteInfoLocked keeps the counters that come from TCP_INFO.
+func (c *Conn) noteInfoLocked(info Info) {
+	c.stats.TotalRetrans = info.TotalRetrans
+	c.stats.BytesRetrans = info.BytesRetrans
+}

@@ -1,0 +1,403 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"replenish/transport"
+)
+
+// timestampingFlags are the SO_TIMESTAMPING flags a Conn asks for: software
+// transmit stamps when the packet enters the qdisc (SCHED) and when the
+// driver takes it (SND), keyed by byte offset (OPT_ID), without the packet
+// (OPT_TSONLY).
+const timestampingFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SCHED |
+	unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+
+// maxRechecks bounds re-evaluations in one wake when poll keeps reporting
+// the socket writable while the rule does not invite; past it the rule's
+// bias toward inviting wins.
+const maxRechecks = 8
+
+// maxDrain bounds the error-queue messages read in one drain.
+const maxDrain = 4096
+
+// setup sets and reads back the socket options for c.cfg.
+func (c *Conn) setup() error {
+	var serr error
+	err := c.raw.Control(func(fd uintptr) { serr = c.setupFD(int(fd)) })
+	if err != nil {
+		return fmt.Errorf("tcp: setting socket options: %w", err)
+	}
+	return serr
+}
+
+// setupFD does setup's work on the socket's descriptor.
+func (c *Conn) setupFD(fd int) error {
+	proto, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	if err != nil {
+		return fmt.Errorf("tcp: getsockopt SO_PROTOCOL: %w", err)
+	}
+	if proto != unix.IPPROTO_TCP {
+		return fmt.Errorf("%w: protocol %d", ErrNotTCP, proto)
+	}
+	nodelay := 1
+	if c.cfg.Nagle {
+		nodelay = 0
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, nodelay); err != nil {
+		return fmt.Errorf("tcp: setsockopt TCP_NODELAY: %w", err)
+	}
+	got, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+	if err != nil {
+		return fmt.Errorf("tcp: getsockopt TCP_NODELAY: %w", err)
+	}
+	if (got != 0) != (nodelay != 0) {
+		return fmt.Errorf("%w: TCP_NODELAY reads %d, set %d", ErrOption, got, nodelay)
+	}
+	c.opts.NoDelay = got != 0
+
+	lowat := uint32(NoLowat)
+	if c.cfg.Mode == ModeLowat {
+		lowat = uint32(c.cfg.Lowat)
+	}
+	if err := setLowat(fd, lowat); err != nil {
+		return err
+	}
+	if c.opts.NotsentLowat, err = getLowat(fd); err != nil {
+		return err
+	}
+	if c.opts.NotsentLowat != lowat {
+		return fmt.Errorf("%w: TCP_NOTSENT_LOWAT reads %d, set %d", ErrOption, c.opts.NotsentLowat, lowat)
+	}
+
+	if c.cfg.NoTimestamps {
+		return nil
+	}
+	flags := timestampingFlags | unix.SOF_TIMESTAMPING_OPT_ID_TCP
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, flags); err != nil {
+		// Kernels before 6.2 lack OPT_ID_TCP: keys then count from the
+		// first unacknowledged byte, so note how many bytes are still
+		// unacknowledged (SIOCOUTQ) as the base.
+		c.cfg.Logger.Debug("tcp: SOF_TIMESTAMPING_OPT_ID_TCP refused; using OPT_ID", "err", err)
+		flags = timestampingFlags
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, flags); err != nil {
+			return fmt.Errorf("tcp: setsockopt SO_TIMESTAMPING: %w", err)
+		}
+		outq, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+		if err != nil {
+			return fmt.Errorf("tcp: ioctl SIOCOUTQ: %w", err)
+		}
+		c.opts.KeyBase = uint32(outq)
+	}
+	got, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING)
+	if err != nil {
+		return fmt.Errorf("tcp: getsockopt SO_TIMESTAMPING: %w", err)
+	}
+	if got&timestampingFlags != timestampingFlags {
+		return fmt.Errorf("%w: SO_TIMESTAMPING reads %#x, set %#x", ErrOption, got, flags)
+	}
+	c.opts.Timestamping = got
+	return nil
+}
+
+// setLowat sets TCP_NOTSENT_LOWAT; NoLowat travels as -1, the kernel's
+// UINT32_MAX.
+func setLowat(fd int, v uint32) error {
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, int(int32(v))); err != nil {
+		return fmt.Errorf("tcp: setsockopt TCP_NOTSENT_LOWAT %d: %w", v, err)
+	}
+	return nil
+}
+
+// getLowat reads TCP_NOTSENT_LOWAT back. Zero would mean the sysctl's value.
+func getLowat(fd int) (uint32, error) {
+	v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
+	if err != nil {
+		return 0, fmt.Errorf("tcp: getsockopt TCP_NOTSENT_LOWAT: %w", err)
+	}
+	return uint32(int32(v)), nil
+}
+
+// setLowatLocked sets TCP_NOTSENT_LOWAT unless it already has value v.
+// c.mu must be held.
+func (c *Conn) setLowatLocked(fd int, v uint32) error {
+	if c.lowat == v {
+		return nil
+	}
+	if err := setLowat(fd, v); err != nil {
+		return err
+	}
+	c.lowat = v
+	c.stats.Lowat = v
+	return nil
+}
+
+// notsentLowat reads the socket's TCP_NOTSENT_LOWAT now.
+func (c *Conn) notsentLowat() (uint32, error) {
+	var (
+		v    uint32
+		verr error
+	)
+	if err := c.raw.Control(func(fd uintptr) { v, verr = getLowat(int(fd)) }); err != nil {
+		return 0, err
+	}
+	return v, verr
+}
+
+// wakeCause says why the wait callback is running.
+type wakeCause int
+
+const (
+	causeFirst   wakeCause = iota // the first evaluation of the wait
+	causeNetpoll                  // the netpoller woke the writer
+	causeTimer                    // the first evaluation after the safety timer
+)
+
+// waitResult carries a wait's outcome out of the RawConn callback.
+type waitResult struct {
+	inv transport.Invitation
+	err error
+}
+
+// Wait blocks until the Conn's policy invites a frame, ctx is done, or the
+// connection fails, and returns the invitation. It never spins: while the
+// rule does not invite, it arms TCP_NOTSENT_LOWAT so that the kernel's own
+// write-space wake (on ACK or transmit) ends the wait, with the safety timer
+// as a net. In replenish mode TCP_NOTSENT_LOWAT is back at no limit when
+// Wait returns, so the following write is never gated.
+//
+// Invitation.Threshold is the largest unsent backlog the policy invites at:
+// the rule's limit in replenish mode, (Lowat-1)/2 in lowat mode, and -1 in
+// default mode, which waits for send-buffer space instead.
+//
+// Wait returns ctx's error when ctx is done, ErrPeerClosed when the
+// connection can no longer carry data, or an error wrapping net.ErrClosed
+// after Close.
+func (c *Conn) Wait(ctx context.Context) (transport.Invitation, error) {
+	if err := ctx.Err(); err != nil {
+		return transport.Invitation{}, err
+	}
+	cancelled := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.tc.SetWriteDeadline(aLongTimeAgo)
+		close(cancelled)
+	})
+	defer func() {
+		if !stop() {
+			<-cancelled
+		}
+		// Clear the deadline before the frame is written.
+		c.tc.SetWriteDeadline(time.Time{})
+		// A wait that ended without an invitation may have left a small
+		// lowat armed; never leave it for a write.
+		if c.cfg.Mode == ModeReplenish {
+			c.raw.Control(func(fd uintptr) {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if err := c.setLowatLocked(int(fd), NoLowat); err != nil {
+					c.cfg.Logger.Debug("tcp: restoring TCP_NOTSENT_LOWAT", "err", err)
+				}
+			})
+		}
+		c.deliver()
+	}()
+
+	cause := causeFirst
+	for {
+		if err := c.tc.SetWriteDeadline(time.Now().Add(c.cfg.SafetyTimeout)); err != nil {
+			return transport.Invitation{}, fmt.Errorf("tcp: arming safety timer: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return transport.Invitation{}, err
+		}
+		var res waitResult
+		done := false
+		err := c.raw.Write(func(fd uintptr) bool {
+			done = c.step(int(fd), cause, &res)
+			cause = causeNetpoll
+			return done
+		})
+		switch {
+		case done && res.err != nil:
+			return transport.Invitation{}, res.err
+		case done && err == nil:
+			return res.inv, nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if err := ctx.Err(); err != nil {
+				return transport.Invitation{}, err
+			}
+			c.mu.Lock()
+			c.stats.TimerWakes++
+			c.mu.Unlock()
+			cause = causeTimer
+		case err != nil:
+			return transport.Invitation{}, fmt.Errorf("tcp: waiting for invitation: %w", err)
+		default:
+			return transport.Invitation{}, fmt.Errorf("tcp: waiting for invitation: callback did not finish")
+		}
+	}
+}
+
+// step runs one evaluation inside RawConn.Write's callback and reports
+// whether the wait is over (invited, or failed with res.err). Returning
+// false parks the goroutine until the netpoller reports the socket writable
+// (or its error queue readable), or the deadline passes.
+//
+// Go's netpoller is edge-triggered, and Linux signals write space only to a
+// socket marked SOCK_NOSPACE, which tcp_poll sets when it finds the socket
+// not writable. So before parking, step arms TCP_NOTSENT_LOWAT for the
+// rule's limit and calls poll(2) with a zero timeout: that marks the socket,
+// and if it already reports writable the rule is evaluated again instead.
+func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wake := transport.WakeImmediate
+	switch cause {
+	case causeNetpoll:
+		wake = transport.WakeKernel
+		rev, err := pollOut(fd)
+		if err != nil {
+			res.err = err
+			return true
+		}
+		switch {
+		case rev&unix.POLLOUT != 0:
+			c.stats.KernelWakes++
+		case rev&unix.POLLERR != 0:
+			c.stats.ErrQueueWakes++
+		default:
+			c.stats.OtherWakes++
+		}
+	case causeTimer:
+		wake = transport.WakeTimer
+	}
+	if c.opts.Timestamping != 0 {
+		c.drainLocked(fd)
+	}
+	for i := 0; ; i++ {
+		info, err := readInfo(fd, c.infoBuf[:])
+		if err != nil {
+			res.err = err
+			return true
+		}
+		c.noteInfoLocked(info)
+		d := Decide(inputFor(info, c.cfg))
+		invite := false
+		if c.cfg.Mode == ModeReplenish {
+			invite = d.Invite || i >= maxRechecks
+			lowat := uint32(NoLowat)
+			if !invite {
+				lowat = lowatFor(d.Limit)
+			}
+			if err := c.setLowatLocked(fd, lowat); err != nil {
+				res.err = err
+				return true
+			}
+		}
+		if !invite {
+			rev, err := pollOut(fd)
+			if err != nil {
+				res.err = err
+				return true
+			}
+			if rev&unix.POLLHUP != 0 {
+				res.err = peerClosed(fd)
+				return true
+			}
+			if rev&unix.POLLOUT != 0 {
+				if c.cfg.Mode == ModeReplenish {
+					c.stats.Rechecks++
+					continue
+				}
+				invite = true
+			}
+		}
+		if invite {
+			res.inv = c.invitationLocked(info, d, wake)
+			return true
+		}
+		if cause != causeFirst {
+			c.stats.Rearms++
+		}
+		c.stats.Parks++
+		return false
+	}
+}
+
+// pollOut polls fd for POLLOUT without waiting and returns the revents.
+func pollOut(fd int) (int16, error) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("tcp: poll: %w", err)
+		}
+		return fds[0].Revents, nil
+	}
+}
+
+// peerClosed returns ErrPeerClosed, with the socket's pending error if any.
+func peerClosed(fd int) error {
+	if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && v != 0 {
+		return fmt.Errorf("%w: %w", ErrPeerClosed, unix.Errno(v))
+	}
+	return ErrPeerClosed
+}
+
+// drainLocked reads the socket error queue without blocking and matches its
+// SCM_TSTAMP_SND stamps to pending records, which move to c.done. It takes
+// no read or write lock on the socket, so it does not collide with a
+// goroutine blocked in ReadPacket. c.mu must be held.
+func (c *Conn) drainLocked(fd int) {
+	for range maxDrain {
+		_, oobn, flags, _, err := unix.Recvmsg(fd, c.data[:], c.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			// EAGAIN: the queue is empty. Anything else surfaces on the
+			// next read, write or wait.
+			break
+		}
+		if flags&unix.MSG_CTRUNC != 0 {
+			c.stats.ErrQueueErrors++
+			continue
+		}
+		s, ok, err := parseStamp(c.oob[:oobn])
+		switch {
+		case err != nil:
+			c.stats.ErrQueueErrors++
+			continue
+		case !ok:
+			c.stats.StampsOther++
+			continue
+		}
+		if h := c.testHookStamp; h != nil {
+			h(s)
+		}
+		switch s.kind {
+		case unix.SCM_TSTAMP_SND:
+			c.stats.StampsSent++
+			n := len(c.done)
+			c.done = c.pending.complete(s.key, s.at, c.done)
+			if len(c.done) == n {
+				c.stats.StampsUnmatched++
+			}
+			c.stats.RecordsStamped += uint64(len(c.done) - n)
+		case unix.SCM_TSTAMP_SCHED:
+			c.stats.StampsSched++
+		default:
+			c.stats.StampsOther++
+		}
+	}
+	c.stats.Pending = c.pending.Len()
+}

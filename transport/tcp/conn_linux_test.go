@@ -1,0 +1,680 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"replenish/framer"
+	"replenish/transport"
+)
+
+type waitOutcome struct {
+	inv transport.Invitation
+	err error
+}
+
+// waitAsync runs Wait on its own goroutine.
+func waitAsync(ctx context.Context, c *Conn) <-chan waitOutcome {
+	ch := make(chan waitOutcome, 1)
+	go func() {
+		inv, err := c.Wait(ctx)
+		ch <- waitOutcome{inv, err}
+	}()
+	return ch
+}
+
+// receive waits for a Wait to finish, failing the test at the guard.
+func receive(t *testing.T, ch <-chan waitOutcome) waitOutcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(guard):
+		t.Fatal("Wait did not return")
+	}
+	panic("unreachable")
+}
+
+// parkedWait starts a Wait on a backlogged connection and returns once it
+// has parked for a kernel event (and not returned).
+func parkedWait(t *testing.T, ctx context.Context, c *Conn) <-chan waitOutcome {
+	t.Helper()
+	parks := c.Stats().Parks
+	ch := waitAsync(ctx, c)
+	eventually(t, "Wait to park", func() bool { return c.Stats().Parks > parks })
+	select {
+	case o := <-ch:
+		t.Fatalf("Wait returned on a backlogged socket: %+v, %v (unsent %d)", o.inv, o.err, info(t, c).NotsentBytes)
+	default:
+	}
+	return ch
+}
+
+// backlogged returns pair options for tests that build a backlog. In
+// default mode, which waits for send-buffer space, the send buffer and the
+// peer's receive buffer are small, so that the send buffer fills. Elsewhere
+// the send buffer is large (8 MiB), so that filling never finds it full:
+// a write that runs out of space marks the socket SOCK_NOSPACE, which
+// would mask a missing arming poll.
+func backlogged(mode Mode) pairOptions {
+	if mode != ModeDefault {
+		return pairOptions{before: func(fd int) error {
+			return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+		}}
+	}
+	return pairOptions{
+		peerRcvBuf: 8 << 10,
+		before: func(fd int) error {
+			return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 256<<10)
+		},
+	}
+}
+
+// backlog makes the Conn's policy stop inviting while the peer does not
+// read (the pair must have the backlogged options): 512 KiB unsent, which
+// no peer receive buffer here absorbs, or a full send buffer in default
+// mode.
+func backlog(t *testing.T, e endpoint) {
+	t.Helper()
+	switch cfg := e.c.Config(); cfg.Mode {
+	case ModeReplenish:
+		fillUnsent(t, e, 32000, 512<<10)
+		settleNetpoll(t, e.c)
+	case ModeLowat:
+		// Linux gates writes at the lowat, so lift it while filling,
+		// then put it back.
+		setLowatRaw(t, e.c, NoLowat)
+		fillUnsent(t, e, 32000, 512<<10)
+		settleNetpoll(t, e.c)
+		setLowatRaw(t, e.c, uint32(cfg.Lowat))
+	case ModeDefault:
+		fillUnwritable(t, e, 32000)
+	}
+	if e.c.Config().Mode != ModeReplenish && writable(t, e.c) {
+		t.Fatal("the socket is still writable after filling")
+	}
+}
+
+// settleNetpoll makes the runtime consume any readiness event still queued
+// in epoll for the socket, which must be writable. Such a leftover (from a
+// setsockopt that woke the socket's waiters, say) would otherwise be
+// re-polled at some later moment, and a re-poll that finds the socket not
+// writable marks it SOCK_NOSPACE: the arming a Wait must do itself, which a
+// test that checks the arming must not get for free. Setting
+// TCP_NOTSENT_LOWAT on a writable socket wakes its waiters, and the raw
+// write below parks until the runtime has delivered that wake.
+func settleNetpoll(t *testing.T, c *Conn) {
+	t.Helper()
+	c.tc.SetWriteDeadline(time.Now().Add(guard))
+	defer c.tc.SetWriteDeadline(time.Time{})
+	first := true
+	var serr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		if first {
+			first = false
+			serr = setLowat(int(fd), NoLowat)
+			return false
+		}
+		return true
+	})
+	if err != nil || serr != nil {
+		t.Fatal("settling the netpoller:", err, serr)
+	}
+}
+
+// setLowatRaw sets TCP_NOTSENT_LOWAT behind the Conn's back.
+func setLowatRaw(t *testing.T, c *Conn, v uint32) {
+	t.Helper()
+	var serr error
+	if err := c.raw.Control(func(fd uintptr) { serr = setLowat(int(fd), v) }); err != nil || serr != nil {
+		t.Fatal(err, serr)
+	}
+}
+
+// TestKernelWake checks that a parked Wait is ended by the kernel's
+// write-space wake once the peer reads, not by the safety timer. The safety
+// timer is long enough that a correct build never sees it and short enough
+// that a build without the wake fails in seconds (with WakeTimer).
+func TestKernelWake(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"replenish", Config{ReplenishTime: time.Microsecond}},
+		{"replenish without timestamps", Config{ReplenishTime: time.Microsecond, NoTimestamps: true}},
+		{"replenish nagle without timestamps", Config{ReplenishTime: time.Microsecond, Nagle: true, NoTimestamps: true}},
+		{"lowat without timestamps", Config{Mode: ModeLowat, Lowat: 64 << 10, NoTimestamps: true}},
+		{"default without timestamps", Config{Mode: ModeDefault, NoTimestamps: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.SafetyTimeout = 3 * time.Second
+			e := newPair(t, tc.cfg, backlogged(tc.cfg.Mode))
+			backlog(t, e)
+			before := info(t, e.c)
+			ch := parkedWait(t, context.Background(), e.c)
+			done := discard(e.peer)
+			o := receive(t, ch)
+			if o.err != nil {
+				t.Fatalf("Wait: %v", o.err)
+			}
+			st := e.c.Stats()
+			t.Logf("unsent before %d, invitation %+v; stats %+v", before.NotsentBytes, o.inv, st)
+			if o.inv.Wake != transport.WakeKernel {
+				t.Errorf("Wake = %v, want kernel (timer wakes %d)", o.inv.Wake, st.TimerWakes)
+			}
+			// With timestamps on, a departure stamp may wake the wait
+			// before EPOLLOUT does (when send-buffer space, which the rule
+			// ignores, still holds poll back); that is a kernel event too.
+			// Without them only EPOLLOUT can end the wait.
+			if tc.cfg.NoTimestamps && (st.KernelWakes == 0 || st.ErrQueueWakes != 0) {
+				t.Errorf("timestamps off: %d EPOLLOUT wakes, %d error-queue wakes", st.KernelWakes, st.ErrQueueWakes)
+			}
+			if tc.cfg.Mode != ModeDefault && o.inv.Unsent > o.inv.Threshold {
+				t.Errorf("invited with %d unsent above threshold %d", o.inv.Unsent, o.inv.Threshold)
+			}
+			e.tc.CloseWrite()
+			<-done
+		})
+	}
+}
+
+// TestNotificationOnly checks that after an invitation the frame is written
+// with TCP_NOTSENT_LOWAT at no limit in replenish mode (so the write is
+// never gated or cut short), at the configured value in lowat mode, and
+// that the frame, far larger than the threshold, arrives whole.
+func TestNotificationOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want uint32
+	}{
+		{"replenish", Config{ReplenishTime: time.Microsecond}, NoLowat},
+		{"replenish nagle", Config{ReplenishTime: time.Microsecond, Nagle: true}, NoLowat},
+		{"lowat", Config{Mode: ModeLowat, Lowat: 16 << 10}, 16 << 10},
+		{"default", Config{Mode: ModeDefault}, NoLowat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newPair(t, tc.cfg, backlogged(tc.cfg.Mode))
+			var got <-chan []pktSummary
+			if tc.cfg.Mode != ModeDefault {
+				// Park once so that replenish mode has armed a small
+				// lowat before the write.
+				backlog(t, e)
+				ch := parkedWait(t, context.Background(), e.c)
+				got = drainPeer(e.peer)
+				if o := receive(t, ch); o.err != nil {
+					t.Fatalf("Wait: %v", o.err)
+				}
+			} else {
+				got = drainPeer(e.peer)
+				if _, err := e.c.Wait(context.Background()); err != nil {
+					t.Fatalf("Wait: %v", err)
+				}
+			}
+			filled := e.c.Stats().Frames
+			if tc.cfg.Mode == ModeReplenish && e.c.Stats().Lowat == NoLowat && e.c.Stats().Parks == 0 {
+				t.Fatal("the wait never armed a lowat; the test proves nothing")
+			}
+			var during []uint32
+			e.c.testHookBeforeWrite = func() {
+				v, err := e.c.notsentLowat()
+				if err != nil {
+					t.Error(err)
+				}
+				during = append(during, v)
+			}
+			big := frame(20, 50000, 1) // 1 MB, far above any threshold here
+			if err := e.c.WriteFrame(1, big); err != nil {
+				t.Fatalf("WriteFrame: %v", err)
+			}
+			if v, err := e.c.notsentLowat(); err != nil || v != tc.want {
+				t.Errorf("TCP_NOTSENT_LOWAT after the write = %d, %v; want %d", v, err, tc.want)
+			}
+			e.tc.CloseWrite()
+			if !slices.Equal(during, []uint32{tc.want}) {
+				t.Errorf("TCP_NOTSENT_LOWAT during the write = %v, want %d (never 0)", during, tc.want)
+			}
+			pkts := <-got
+			if want := int(filled) + len(big); len(pkts) != want {
+				t.Fatalf("peer got %d packets, want %d", len(pkts), want)
+			}
+			for i, p := range pkts[filled:] {
+				if p.size != 50000 || p.first != byte(1+i) || !p.uniform {
+					t.Errorf("packet %d of the big frame: %+v", i, p)
+				}
+			}
+			if st := e.c.Stats(); tc.cfg.Mode != ModeDefault && st.BytesWritten != uint64(int(filled)*32002+20*50002) {
+				t.Errorf("BytesWritten = %d", st.BytesWritten)
+			}
+		})
+	}
+}
+
+func TestOptionsReadBack(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		nodelay bool
+		lowat   uint32
+	}{
+		{"replenish", Config{}, true, NoLowat},
+		{"replenish nagle", Config{Nagle: true}, false, NoLowat},
+		{"lowat", Config{Mode: ModeLowat, Lowat: 20000}, true, 20000},
+		{"lowat nagle", Config{Mode: ModeLowat, Lowat: 1, Nagle: true}, false, 1},
+		{"default", Config{Mode: ModeDefault}, true, NoLowat},
+		{"default nagle", Config{Mode: ModeDefault, Nagle: true}, false, NoLowat},
+		{"no timestamps", Config{NoTimestamps: true}, true, NoLowat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Start from the opposite of what New should set, and a
+			// socket lowat of 0, which would mean the sysctl's value.
+			e := newPair(t, tc.cfg, pairOptions{before: func(fd int) error {
+				nd := 1
+				if tc.nodelay {
+					nd = 0
+				}
+				return errors.Join(
+					unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, nd),
+					unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, 0))
+			}})
+			var nodelay, lowat, ts int
+			var gerr error
+			e.c.raw.Control(func(fd uintptr) {
+				var e1, e2, e3 error
+				nodelay, e1 = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY)
+				lowat, e2 = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
+				ts, e3 = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING)
+				gerr = errors.Join(e1, e2, e3)
+			})
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if (nodelay != 0) != tc.nodelay {
+				t.Errorf("TCP_NODELAY = %d, want %v", nodelay, tc.nodelay)
+			}
+			if uint32(int32(lowat)) != tc.lowat || lowat == 0 {
+				t.Errorf("TCP_NOTSENT_LOWAT = %d, want %d", uint32(int32(lowat)), tc.lowat)
+			}
+			o := e.c.Options()
+			if o.NoDelay != tc.nodelay || o.NotsentLowat != tc.lowat {
+				t.Errorf("Options = %+v", o)
+			}
+			if tc.cfg.NoTimestamps != (ts == 0) || o.Timestamping != ts {
+				t.Errorf("SO_TIMESTAMPING = %#x, Options %#x, NoTimestamps %v", ts, o.Timestamping, tc.cfg.NoTimestamps)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"lowat zero", Config{Mode: ModeLowat}},
+		{"lowat negative", Config{Mode: ModeLowat, Lowat: -5}},
+		{"negative replenish", Config{ReplenishTime: -time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp4", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if _, err := Dial(context.Background(), ln.Addr().String(), tc.cfg); !errors.Is(err, ErrConfig) {
+				t.Errorf("Dial = %v, want ErrConfig", err)
+			}
+		})
+	}
+}
+
+// recorder collects SendRecords from OnSent.
+type recorder struct {
+	mu   sync.Mutex
+	recs []transport.SendRecord
+}
+
+func (r *recorder) add(rec transport.SendRecord) {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+}
+
+func (r *recorder) get() []transport.SendRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.recs)
+}
+
+// TestTimestampKeys checks the OPT_ID key arithmetic on real sockets: a
+// frame written as bytes [a, b) of the stream is stamped with key b-1 when
+// nothing coalesces with it, and its record departs at or after its write
+// started.
+func TestTimestampKeys(t *testing.T) {
+	var rec recorder
+	e := newPair(t, Config{OnSent: rec.add}, pairOptions{})
+	done := discard(e.peer)
+	var mu sync.Mutex
+	var snd, sched []uint32
+	e.c.testHookStamp = func(s stamp) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s.kind {
+		case unix.SCM_TSTAMP_SND:
+			snd = append(snd, s.key)
+		case unix.SCM_TSTAMP_SCHED:
+			sched = append(sched, s.key)
+		}
+	}
+	var offset uint32
+	for i, pkts := range [][][]byte{frame(1, 1, 1), frame(1, 998, 2), frame(2, 60000, 3), frame(1, 65535, 4), frame(3, 1000, 5)} {
+		id := uint64(i + 1)
+		if _, err := e.c.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.WriteFrame(id, pkts); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pkts {
+			offset += uint32(2 + len(p))
+		}
+		eventually(t, "the frame's record", func() bool {
+			e.c.Poll()
+			return len(rec.get()) == int(id)
+		})
+		mu.Lock()
+		if !slices.Contains(snd, offset-1) {
+			t.Errorf("frame %d ends at byte %d: SND keys %v lack %d", id, offset, snd, offset-1)
+		}
+		if !slices.Contains(sched, offset-1) {
+			t.Errorf("frame %d: SCHED keys %v lack %d", id, sched, offset-1)
+		}
+		mu.Unlock()
+	}
+	for _, r := range rec.get() {
+		if r.LeftHost.IsZero() || r.LeftHost.Before(r.WriteStart) {
+			t.Errorf("record %+v: LeftHost not at or after WriteStart", r)
+		}
+		t.Logf("frame %d: %d bytes, write %v, left host %v after write start", r.ID, r.Bytes, r.WriteEnd.Sub(r.WriteStart), r.SourceDelay())
+	}
+	t.Logf("SND keys %v, SCHED keys %v", snd, sched)
+	e.tc.CloseWrite()
+	<-done
+}
+
+// TestTimestampsCoalesced checks that small frames written behind a closed
+// window, which Linux coalesces into one skb carrying only the last write's
+// stamp key, all get a departure time.
+func TestTimestampsCoalesced(t *testing.T) {
+	var rec recorder
+	e := newPair(t, Config{ReplenishTime: time.Microsecond, OnSent: rec.add}, pairOptions{peerRcvBuf: 64 << 10})
+	filled := fillUnsent(t, e, 32000, 256<<10)
+	const small = 50
+	for i := range small {
+		if err := e.c.WriteFrame(uint64(i), frame(1, 200, byte(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stampsBefore := e.c.Stats().StampsSent
+	done := discard(e.peer)
+	want := filled + small
+	eventually(t, "every record", func() bool {
+		e.c.Poll()
+		return len(rec.get()) == want
+	})
+	st := e.c.Stats()
+	t.Logf("%d frames (%d small), SND stamps while backlogged %d, total %d; stats %+v", want, small, stampsBefore, st.StampsSent, st)
+	var ids []uint64
+	for _, r := range rec.get() {
+		if r.LeftHost.IsZero() || r.LeftHost.Before(r.WriteStart) {
+			t.Errorf("record %d: LeftHost %v, WriteStart %v", r.ID, r.LeftHost, r.WriteStart)
+		}
+		if r.ID < 1000000 {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) != small || !slices.IsSorted(ids) {
+		t.Errorf("small frames delivered as %v", ids)
+	}
+	if n := st.StampsSent - stampsBefore; n >= small {
+		t.Errorf("%d SND stamps for %d small frames: they did not coalesce, so this test did not exercise matching", n, small)
+	}
+	if st.Pending != 0 || st.RecordsUnstamped != 0 || st.RecordsStamped != uint64(want) {
+		t.Errorf("stats %+v", st)
+	}
+	e.tc.CloseWrite()
+	<-done
+}
+
+// TestTimestampsBounded checks that records whose stamp does not come stay
+// bounded: the oldest are evicted and reported without a departure time.
+func TestTimestampsBounded(t *testing.T) {
+	var rec recorder
+	const max = 8
+	e := newPair(t, Config{ReplenishTime: time.Microsecond, OnSent: rec.add, MaxPending: max}, pairOptions{peerRcvBuf: 64 << 10})
+	filled := fillUnsent(t, e, 32000, 256<<10)
+	for i := range 40 {
+		if err := e.c.WriteFrame(uint64(i), frame(1, 100, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if p := e.c.Stats().Pending; p > max {
+			t.Fatalf("%d records pending, bound %d", p, max)
+		}
+	}
+	st := e.c.Stats()
+	if st.RecordsEvicted == 0 || st.Pending != max {
+		t.Fatalf("no eviction behind a closed window: %+v", st)
+	}
+	done := discard(e.peer)
+	eventually(t, "every record", func() bool {
+		e.c.Poll()
+		return len(rec.get()) == filled+40
+	})
+	st = e.c.Stats()
+	var unstamped uint64
+	for _, r := range rec.get() {
+		if r.LeftHost.IsZero() {
+			unstamped++
+		}
+	}
+	if unstamped != st.RecordsEvicted || st.RecordsUnstamped != st.RecordsEvicted || st.Pending != 0 {
+		t.Errorf("%d records without departure, stats %+v", unstamped, st)
+	}
+	e.tc.CloseWrite()
+	<-done
+}
+
+func TestTimestampsOff(t *testing.T) {
+	var rec recorder
+	e := newPair(t, Config{NoTimestamps: true, OnSent: rec.add}, pairOptions{})
+	done := discard(e.peer)
+	for i := range 5 {
+		if err := e.c.WriteFrame(uint64(i), frame(2, 500, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := rec.get()
+	if len(recs) != 5 {
+		t.Fatalf("%d records, want 5 (delivered at write)", len(recs))
+	}
+	for _, r := range recs {
+		if !r.LeftHost.IsZero() || r.Bytes != 1004 || r.WriteEnd.Before(r.WriteStart) {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if st := e.c.Stats(); st.RecordsUnstamped != 5 || st.StampsSent != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	e.tc.CloseWrite()
+	<-done
+}
+
+// TestWaitCancel checks that cancelling a parked Wait returns the context's
+// error and leaves no deadline behind for the next write.
+func TestWaitCancel(t *testing.T) {
+	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: time.Hour}, backlogged(ModeReplenish))
+	backlog(t, e)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := parkedWait(t, ctx, e.c)
+	cancel()
+	if o := receive(t, ch); !errors.Is(o.err, context.Canceled) {
+		t.Fatalf("Wait after cancel = %+v, %v", o.inv, o.err)
+	}
+	if st := e.c.Stats(); st.TimerWakes != 0 {
+		t.Errorf("cancel counted as a timer wake: %+v", st)
+	}
+	if v, err := e.c.notsentLowat(); err != nil || v != NoLowat {
+		t.Errorf("TCP_NOTSENT_LOWAT after a cancelled Wait = %d, %v; want no limit", v, err)
+	}
+	if err := e.c.WriteFrame(1, frame(1, 100, 1)); err != nil {
+		t.Errorf("WriteFrame after a cancelled Wait: %v", err)
+	}
+	if _, err := e.c.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait with a done context = %v", err)
+	}
+}
+
+func TestWaitClose(t *testing.T) {
+	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: time.Hour}, backlogged(ModeReplenish))
+	backlog(t, e)
+	ch := parkedWait(t, context.Background(), e.c)
+	if err := e.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if o := receive(t, ch); !errors.Is(o.err, net.ErrClosed) {
+		t.Fatalf("Wait after Close = %+v, %v", o.inv, o.err)
+	}
+}
+
+// TestWaitTimer checks the safety net: with a wake that never comes (the
+// peer never reads), each timer expiry re-evaluates and re-arms rather than
+// inviting.
+func TestWaitTimer(t *testing.T) {
+	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: 20 * time.Millisecond}, backlogged(ModeReplenish))
+	backlog(t, e)
+	ch := waitAsync(context.Background(), e.c)
+	eventually(t, "two timer wakes", func() bool { return e.c.Stats().TimerWakes >= 2 })
+	select {
+	case o := <-ch:
+		t.Fatalf("Wait returned on a backlogged socket: %+v, %v", o.inv, o.err)
+	default:
+	}
+	done := discard(e.peer)
+	o := receive(t, ch)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	e.tc.CloseWrite()
+	<-done
+}
+
+func TestWaitImmediate(t *testing.T) {
+	for _, cfg := range []Config{{}, {Mode: ModeLowat, Lowat: 1000}, {Mode: ModeDefault}} {
+		t.Run(cfg.String(), func(t *testing.T) {
+			e := newPair(t, cfg, pairOptions{})
+			inv, err := e.c.Wait(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inv.Wake != transport.WakeImmediate || inv.Unsent != 0 || inv.At.IsZero() {
+				t.Errorf("invitation %+v", inv)
+			}
+			if st := e.c.Stats(); st.InvitedImmediate != 1 || st.Parks != 0 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+func TestReadPacket(t *testing.T) {
+	e := newPair(t, Config{}, pairOptions{})
+	go func() {
+		var b []byte
+		for _, p := range frame(3, 40, 7) {
+			b, _ = framer.AppendFramed(b, p)
+		}
+		e.peer.Write(b)
+		e.peer.CloseWrite()
+	}()
+	for i := range 3 {
+		p, err := e.c.ReadPacket()
+		if err != nil || len(p) != 40 || p[0] != byte(7+i) {
+			t.Fatalf("packet %d: %v, %v", i, p, err)
+		}
+	}
+	if _, err := e.c.ReadPacket(); err == nil {
+		t.Error("no error at end of stream")
+	}
+}
+
+func TestWriteFrameErrors(t *testing.T) {
+	e := newPair(t, Config{}, pairOptions{})
+	if err := e.c.WriteFrame(1, nil); !errors.Is(err, ErrEmptyFrame) {
+		t.Errorf("no packets: %v", err)
+	}
+	if err := e.c.WriteFrame(1, [][]byte{{1}, {}}); err == nil {
+		t.Error("empty packet accepted")
+	}
+	if err := e.c.WriteFrame(1, [][]byte{make([]byte, 70000)}); err == nil {
+		t.Error("oversized packet accepted")
+	}
+	if st := e.c.Stats(); st.Frames != 0 || st.BytesWritten != 0 {
+		t.Errorf("rejected frames were written: %+v", st)
+	}
+}
+
+func TestPeerReset(t *testing.T) {
+	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: time.Hour}, backlogged(ModeReplenish))
+	backlog(t, e)
+	ch := parkedWait(t, context.Background(), e.c)
+	e.peer.SetLinger(0)
+	e.peer.Close() // unread data: the peer resets the connection
+	o := receive(t, ch)
+	if o.err == nil {
+		t.Fatalf("Wait after the peer reset = %+v", o.inv)
+	}
+	t.Logf("Wait after reset: %v", o.err)
+}
+
+// TestNewRejectsMPTCP checks that New refuses an MPTCP socket, which Go
+// can pick by default, rather than read subflow state as if it were TCP.
+func TestNewRejectsMPTCP(t *testing.T) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(true)
+	ln, err := lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			defer c.Close()
+			c.Read(make([]byte, 1))
+		}
+	}()
+	var d net.Dialer
+	d.SetMultipathTCP(true)
+	nc, err := d.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if mp, err := nc.(*net.TCPConn).MultipathTCP(); err != nil || !mp {
+		t.Skip("the kernel has no MPTCP here")
+	}
+	if _, err := New(nc.(*net.TCPConn), Config{}); !errors.Is(err, ErrNotTCP) {
+		t.Fatalf("New on an MPTCP socket = %v, want ErrNotTCP", err)
+	}
+	c, err := Dial(context.Background(), ln.Addr().String(), Config{})
+	if err != nil {
+		t.Fatalf("Dial to an MPTCP listener: %v", err)
+	}
+	c.Close()
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package tcp
+
+import (
+	"context"
+
+	"replenish/transport"
+)
+
+// setup returns ErrUnsupported: socket management needs Linux.
+func (c *Conn) setup() error { return ErrUnsupported }
+
+// Wait returns ErrUnsupported; a Conn cannot be created on this platform.
+func (c *Conn) Wait(ctx context.Context) (transport.Invitation, error) {
+	return transport.Invitation{}, ErrUnsupported
+}
+
+// drainLocked does nothing: there is no error queue to read.
+func (c *Conn) drainLocked(fd int) {}
