@@ -1,0 +1,179 @@
+// Package emu emulates a network path for experiments: two network
+// namespaces, a sender side and a receiver side, joined through TUN devices
+// by one thread of this process that moves packets both ways through a
+// bottleneck with a rate (serialization), a one-way propagation delay, a
+// drop-tail queue, random loss and a rate schedule, changeable while it
+// runs. The kernel's netem is not needed.
+//
+// The queue arithmetic lives in Link, a pure function of packet arrivals and
+// the time passed in. The mover (Linux only) feeds it from the TUN devices
+// and writes packets out at their computed departure times, on a locked OS
+// thread at real-time priority that sleeps on a timerfd with absolute
+// deadlines and polls through the last tens of microseconds, because Go
+// timers are too coarse for the spacing of packets at tens of megabits per
+// second. Stats reports what happened per direction, including how late the
+// mover itself was.
+//
+// Start needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and the iproute2 "ip"
+// command. Close, or the end of Start's context, removes the namespaces;
+// CloseOnSignal does it on SIGINT or SIGTERM, and Sweep (also run by Start)
+// removes those of processes that died without cleaning up.
+package emu
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"replenish/rate"
+)
+
+// MTU is the MTU of the TUN devices, in bytes. The drop-tail queue always
+// holds at least two packets of this size.
+const MTU = 1500
+
+// DefaultQueueTime is the drop-tail limit used when a LinkConfig gives
+// neither QueueBytes nor QueueTime.
+const DefaultQueueTime = 200 * time.Millisecond
+
+// DefaultWindow is the length of the recent window in Stats when
+// Config.Window is zero.
+const DefaultWindow = time.Second
+
+// Errors returned by this package.
+var (
+	ErrConfig      = errors.New("emu: invalid configuration")
+	ErrNeedRoot    = errors.New("emu: needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces")
+	ErrUnsupported = errors.New("emu: path emulation needs Linux")
+	ErrClosed      = errors.New("emu: path is closed")
+	ErrCC          = errors.New("emu: congestion control not available")
+)
+
+// Direction names one direction of a path.
+type Direction int
+
+// The two directions of a path.
+const (
+	Forward Direction = iota // sender side to receiver side
+	Reverse                  // receiver side to sender side
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Forward:
+		return "forward"
+	case Reverse:
+		return "reverse"
+	}
+	return fmt.Sprintf("Direction(%d)", int(d))
+}
+
+// Side names one end of a path, that is one of its two network namespaces.
+type Side int
+
+// The two sides of a path.
+const (
+	Sender   Side = iota // the namespace the forward direction starts in
+	Receiver             // the namespace the forward direction ends in
+)
+
+func (s Side) String() string {
+	switch s {
+	case Sender:
+		return "sender"
+	case Receiver:
+		return "receiver"
+	}
+	return fmt.Sprintf("Side(%d)", int(s))
+}
+
+// LinkConfig describes one direction of a path. The zero value is an
+// unlimited link with no delay and no loss.
+type LinkConfig struct {
+	// Rate is the bottleneck's serialization rate; 0 means unlimited (no
+	// serialization time and no queue).
+	Rate rate.Bitrate
+	// Delay is the one-way propagation delay, added after serialization.
+	Delay time.Duration
+	// QueueBytes is the drop-tail limit in bytes, counting the bytes of the
+	// packet being serialized that have not yet left. 0 means use QueueTime.
+	QueueBytes int
+	// QueueTime is the drop-tail limit as the bytes that Rate drains in this
+	// time; it follows the rate when the rate changes. When both QueueBytes
+	// and QueueTime are 0 it is DefaultQueueTime. Whichever limit applies,
+	// it is never below two packets of MTU bytes.
+	QueueTime time.Duration
+	// Loss is the probability, 0 to 1, that an arriving packet is lost
+	// before it reaches the queue (Bernoulli, independent per packet).
+	Loss float64
+	// Seed seeds the loss decisions: the same seed and the same sequence of
+	// arrivals lose the same packets.
+	Seed int64
+	// Schedule changes the rate and the delay at given times after the
+	// link starts. Steps need not be sorted.
+	Schedule []Step
+}
+
+// Step is one change of a rate schedule.
+type Step struct {
+	At    time.Duration // time after the link starts
+	Rate  rate.Bitrate  // new rate; 0 keeps the current rate, negative means unlimited
+	Delay time.Duration // new one-way delay; 0 keeps the current delay, negative means none
+}
+
+func (c LinkConfig) validate() error {
+	switch {
+	case c.Rate < 0:
+		return fmt.Errorf("%w: negative rate %d", ErrConfig, c.Rate)
+	case c.Delay < 0:
+		return fmt.Errorf("%w: negative delay %v", ErrConfig, c.Delay)
+	case c.QueueBytes < 0:
+		return fmt.Errorf("%w: negative queue limit %d bytes", ErrConfig, c.QueueBytes)
+	case c.QueueTime < 0:
+		return fmt.Errorf("%w: negative queue limit %v", ErrConfig, c.QueueTime)
+	case !(c.Loss >= 0 && c.Loss <= 1):
+		return fmt.Errorf("%w: loss %v is not a probability", ErrConfig, c.Loss)
+	}
+	for _, s := range c.Schedule {
+		if s.At < 0 {
+			return fmt.Errorf("%w: schedule step at negative time %v", ErrConfig, s.At)
+		}
+	}
+	return nil
+}
+
+// Config describes a path.
+type Config struct {
+	Forward LinkConfig // sender side to receiver side
+	Reverse LinkConfig // receiver side to sender side
+	// CC is the TCP congestion control set in both namespaces
+	// (net.ipv4.tcp_congestion_control): "cubic" when empty, or e.g. "bbr".
+	// Start fails with ErrCC if the kernel does not offer it.
+	CC string
+	// Window is the length of the recent window reported in Stats; 0 means
+	// DefaultWindow.
+	Window time.Duration
+	// Logger receives setup, cleanup and error messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Stats is a snapshot of a path's counters.
+type Stats struct {
+	Elapsed  time.Duration // since the path started
+	MoverCPU time.Duration // CPU time used so far by the thread that moves packets
+	Forward  DirStats
+	Reverse  DirStats
+}
+
+// DirStats holds the state and counters of one direction.
+type DirStats struct {
+	Rate       rate.Bitrate  // current rate; 0 means unlimited
+	Delay      time.Duration // current one-way delay
+	QueueLimit int           // current drop-tail limit in bytes; 0 when the rate is unlimited
+	Backlog    int           // bytes in the bottleneck queue now
+	MaxBacklog int           // largest backlog seen, in bytes
+	Errors     int64         // packets the mover failed to read or write
+	Total      Counters      // since the path started
+	Window     Counters      // over the recent window (Config.Window)
+}
