@@ -1,0 +1,493 @@
+package media
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"replenish/rate"
+)
+
+// TestStampThroughCodec encodes 90 frames at each rung's Min and Max
+// bitrate, decodes them and requires every stamp to read back the capture
+// time to the millisecond.
+func TestStampThroughCodec(t *testing.T) {
+	for _, r := range Ladder {
+		for _, br := range []rate.Bitrate{r.Min, r.Max} {
+			t.Run(fmt.Sprintf("%v/%v", r.Size, br), func(t *testing.T) {
+				res := ladderRun(t, r, br)
+				if res.misreads != 0 {
+					t.Fatalf("%d of %d stamps misread; first: %s", res.misreads, len(res.bytes), res.firstBad)
+				}
+			})
+		}
+	}
+}
+
+// TestStampThroughKeyframes forces a keyframe every 10 frames at each rung's
+// Min bitrate, where keyframes are capped hardest, and requires every stamp
+// to read back.
+func TestStampThroughKeyframes(t *testing.T) {
+	for _, r := range Ladder {
+		t.Run(r.Size.String(), func(t *testing.T) {
+			res := encodeRun(t, runConfig{size: r.Size, bitrate: r.Min, frames: 40, fps: 30, keyEvery: 10})
+			if res.misreads != 0 {
+				t.Fatalf("%d of %d stamps misread; first: %s", res.misreads, len(res.bytes), res.firstBad)
+			}
+			for i, k := range res.keys {
+				if want := i%10 == 0; k != want {
+					t.Fatalf("frame %d: key %v, want %v", i, k, want)
+				}
+			}
+		})
+	}
+}
+
+// TestKeyframeCap forces keyframes at each rung's Default and Max bitrate
+// and requires each to stay within 4 nominal frame sizes (target / 30 fps),
+// so that a keyframe does not stall a path for long. Measured with the cap
+// at 300%: up to 3.5 nominal frames.
+func TestKeyframeCap(t *testing.T) {
+	for _, r := range Ladder {
+		for _, br := range []rate.Bitrate{r.Default(), r.Max} {
+			t.Run(fmt.Sprintf("%v/%v", r.Size, br), func(t *testing.T) {
+				res := encodeRun(t, runConfig{size: r.Size, bitrate: br, frames: 61, fps: 30, keyEvery: 30})
+				nominal := br.Bytes(time.Second / 30)
+				for _, i := range []int{0, 30, 60} {
+					if !res.keys[i] || res.bytes[i] > 4*nominal {
+						t.Errorf("frame %d: key %v, %d bytes, nominal frame %d", i, res.keys[i], res.bytes[i], nominal)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Rate control bounds: over frames 30..89 of a 90-frame run at 30 fps (the
+// first 30 hold the keyframe and the settling of rate control), output at
+// Max must reach maxFloor of the target (the picture is rich enough to spend
+// it) and output at Min must not exceed minCeil of the target (the rung can
+// go that low). Measured: 0.96..0.99 of Max and 0.95..1.02 of Min.
+const (
+	maxFloor = 0.85
+	minCeil  = 1.15
+)
+
+func TestRateControl(t *testing.T) {
+	for _, r := range Ladder {
+		t.Run(r.Size.String()+"/max", func(t *testing.T) {
+			got := ladderRun(t, r, r.Max).rate(30, 30)
+			if float64(got) < maxFloor*float64(r.Max) {
+				t.Fatalf("output %v at target %v: below %.2f of it", got, r.Max, maxFloor)
+			}
+		})
+		t.Run(r.Size.String()+"/min", func(t *testing.T) {
+			got := ladderRun(t, r, r.Min).rate(30, 30)
+			if float64(got) > minCeil*float64(r.Min) {
+				t.Fatalf("output %v at target %v: above %.2f of it", got, r.Min, minCeil)
+			}
+		})
+	}
+}
+
+// TestFrameDurations encodes frames captured at irregular intervals, as the
+// sender does when invitations are scarce, and requires the output bitrate
+// over real time to track the target: the encoder must tell rate control how
+// long each frame really lasted.
+func TestFrameDurations(t *testing.T) {
+	tests := []struct {
+		name string
+		gaps []int // ticks of 1/30 s between captures, repeated
+	}{
+		{"10 fps", []int{3}},
+		{"5 fps", []int{6}},
+		{"irregular", []int{1, 4, 2, 1, 5, 3}},
+	}
+	sz := Size{640, 360}
+	target := 800 * rate.Kbps
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			enc, err := NewEncoder(EncoderConfig{Size: sz, Bitrate: target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer enc.Close()
+			f := NewFrame(sz)
+			tick := 0
+			var bytes int
+			var from time.Time
+			for i := range 60 {
+				tick += tt.gaps[i%len(tt.gaps)]
+				capture := t0.Add(time.Duration(tick) * time.Second / 30)
+				Render(f, capture, uint64(tick), "test")
+				ef, err := enc.Encode(f, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case i == 19:
+					from = capture
+				case i > 19:
+					bytes += len(ef.Data)
+				}
+			}
+			got := rate.Bitrate(float64(bytes) * 8 / f.Capture.Sub(from).Seconds())
+			t.Logf("output %v over real time at target %v", got, target)
+			if got < target*7/10 || got > target*13/10 {
+				t.Fatalf("output %v over real time at target %v", got, target)
+			}
+		})
+	}
+}
+
+// TestSetBitrate changes the target mid-stream and requires the output to
+// follow it in both directions from the next frame on.
+func TestSetBitrate(t *testing.T) {
+	sz := Size{640, 360}
+	lo, hi := 500*rate.Kbps, 2500*rate.Kbps
+	enc, err := NewEncoder(EncoderConfig{Size: sz, Bitrate: lo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	f := NewFrame(sz)
+	var sizes []int
+	encode := func(n int) {
+		for range n {
+			i := len(sizes)
+			Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "test")
+			ef, err := enc.Encode(f, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, len(ef.Data))
+		}
+	}
+	mean := func(from, to int) float64 {
+		s := 0
+		for _, n := range sizes[from:to] {
+			s += n
+		}
+		return float64(s) / float64(to-from)
+	}
+	encode(40)
+	if err := enc.SetBitrate(hi); err != nil {
+		t.Fatal(err)
+	}
+	if enc.Bitrate() != hi {
+		t.Fatalf("Bitrate() = %v after SetBitrate(%v)", enc.Bitrate(), hi)
+	}
+	encode(40)
+	if err := enc.SetBitrate(lo); err != nil {
+		t.Fatal(err)
+	}
+	encode(40)
+	low1, high, low2 := mean(20, 40), mean(60, 80), mean(100, 120)
+	t.Logf("mean frame bytes: %.0f at %v, %.0f at %v, %.0f at %v", low1, lo, high, hi, low2, lo)
+	if high < 3*low1 || high < 3*low2 {
+		t.Fatalf("output did not follow the target: %.0f, %.0f, %.0f bytes per frame", low1, high, low2)
+	}
+	t.Logf("around the changes: %v, %v", sizes[36:44], sizes[76:84])
+	// From the next frame on: the first frame after each change moves.
+	if float64(sizes[40]) < 1.5*low1 {
+		t.Errorf("first frame after raising the target: %d bytes, before %.0f", sizes[40], low1)
+	}
+	if float64(sizes[80]) > high/1.5 {
+		t.Errorf("first frame after lowering the target: %d bytes, before %.0f", sizes[80], high)
+	}
+}
+
+func TestForceKey(t *testing.T) {
+	sz := Size{320, 180}
+	enc, err := NewEncoder(EncoderConfig{Size: sz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	dec, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	f := NewFrame(sz)
+	force := map[int]bool{7: true, 8: true, 20: true}
+	for i := range 30 {
+		capture := t0.Add(time.Duration(i) * time.Second / 30)
+		Render(f, capture, uint64(i), "test")
+		ef, err := enc.Encode(f, force[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i == 0 || force[i]; ef.Key != want {
+			t.Fatalf("frame %d: key %v, want %v", i, ef.Key, want)
+		}
+		if ef.Size != sz || ef.End.Before(ef.Start) {
+			t.Fatalf("frame %d: size %v, start %v, end %v", i, ef.Size, ef.Start, ef.End)
+		}
+		out, err := dec.Decode(ef.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad := checkStamp(out, capture); bad != "" {
+			t.Fatalf("frame %d: %s", i, bad)
+		}
+	}
+}
+
+// TestSizeChange switches sizes as the sender does when it changes rungs:
+// each change must re-initialise the encoder and start with a keyframe that
+// a running decoder follows.
+func TestSizeChange(t *testing.T) {
+	enc, err := NewEncoder(EncoderConfig{Size: Size{640, 360}, Bitrate: 600 * rate.Kbps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	dec, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	seq := []Size{{640, 360}, {320, 180}, {1280, 720}, {160, 90}, {640, 360}}
+	i := 0
+	for _, sz := range seq {
+		f := NewFrame(sz)
+		for j := range 8 {
+			capture := t0.Add(time.Duration(i) * time.Second / 30)
+			i++
+			Render(f, capture, uint64(i), "test")
+			ef, err := enc.Encode(f, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ef.Key != (j == 0) || ef.Size != sz || enc.Size() != sz {
+				t.Fatalf("%v frame %d: key %v, size %v, encoder %v", sz, j, ef.Key, ef.Size, enc.Size())
+			}
+			out, err := dec.Decode(ef.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Size != sz {
+				t.Fatalf("decoded %v, want %v", out.Size, sz)
+			}
+			if bad := checkStamp(out, capture); bad != "" {
+				t.Fatalf("%v frame %d: %s", sz, j, bad)
+			}
+		}
+	}
+	if enc.Bitrate() != 600*rate.Kbps {
+		t.Fatalf("bitrate after size changes = %v", enc.Bitrate())
+	}
+}
+
+// TestDecodeMatches checks that the decoder returns the encoder's picture:
+// at a generous bitrate the noise-free area must come back close.
+func TestDecodeMatches(t *testing.T) {
+	res := encodeRun(t, runConfig{size: Size{320, 180}, bitrate: 2 * rate.Mbps, frames: 15, fps: 30, psnr: true})
+	if res.psnr < 35 {
+		t.Fatalf("decoded picture PSNR %.1f dB, want at least 35", res.psnr)
+	}
+}
+
+func TestEncoderErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  EncoderConfig
+		want error
+	}{
+		{"zero size", EncoderConfig{}, ErrSize},
+		{"odd size", EncoderConfig{Size: Size{641, 360}}, ErrSize},
+		{"bitrate too low", EncoderConfig{Size: Size{640, 360}, Bitrate: rate.Kbps}, ErrBitrate},
+		{"bitrate too high", EncoderConfig{Size: Size{640, 360}, Bitrate: rate.Gbps}, ErrBitrate},
+		{"negative bitrate", EncoderConfig{Size: Size{640, 360}, Bitrate: -1}, ErrBitrate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := NewEncoder(tt.cfg)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if e != nil {
+				t.Fatal("encoder returned with an error")
+			}
+		})
+	}
+
+	sz := Size{320, 180}
+	e, err := NewEncoder(EncoderConfig{Size: sz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.Bitrate(), RungOf(sz).Default(); got != want {
+		t.Errorf("default bitrate %v, want %v", got, want)
+	}
+	if err := e.SetBitrate(0); !errors.Is(err, ErrBitrate) {
+		t.Errorf("SetBitrate(0) = %v", err)
+	}
+	if e.LastQuantizer() != -1 {
+		t.Errorf("LastQuantizer before any frame = %d", e.LastQuantizer())
+	}
+	bad := []struct {
+		name string
+		f    *Frame
+		want error
+	}{
+		{"short luma", &Frame{Size: sz, Y: make([]byte, 10), U: make([]byte, 160*90), V: make([]byte, 160*90)}, ErrFrame},
+		{"no chroma", &Frame{Size: sz, Y: make([]byte, 320*180)}, ErrFrame},
+		{"bad size", &Frame{Size: Size{3, 3}}, ErrSize},
+	}
+	for _, b := range bad {
+		if _, err := e.Encode(b.f, false); !errors.Is(err, b.want) {
+			t.Errorf("%s: Encode err = %v, want %v", b.name, err, b.want)
+		}
+	}
+	f := NewFrame(sz)
+	Render(f, t0, 1, "x")
+	if _, err := e.Encode(f, false); err != nil {
+		t.Fatal(err)
+	}
+	if q := e.LastQuantizer(); q < 0 || q > 63 {
+		t.Errorf("LastQuantizer = %d", q)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if _, err := e.Encode(f, false); !errors.Is(err, ErrClosed) {
+		t.Errorf("Encode after Close = %v", err)
+	}
+	if err := e.SetBitrate(rate.Mbps); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetBitrate after Close = %v", err)
+	}
+}
+
+func TestDecoderErrors(t *testing.T) {
+	sz := Size{160, 90}
+	enc, err := NewEncoder(EncoderConfig{Size: sz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	f := NewFrame(sz)
+	Render(f, t0, 1, "x")
+	key, err := enc.Encode(f, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := []struct {
+		name string
+		data []byte
+	}{
+		{"nil", nil},
+		{"one byte", []byte{0}},
+		{"garbage", []byte("this is not a VP8 frame at all, not even close")},
+		{"truncated keyframe", key.Data[:10]},
+	}
+	for _, in := range inputs {
+		if _, err := dec.Decode(in.data); !errors.Is(err, ErrCodec) {
+			t.Errorf("%s: err = %v, want ErrCodec", in.name, err)
+		}
+	}
+	// The decoder is still usable.
+	out, err := dec.Decode(key.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := checkStamp(out, t0); bad != "" {
+		t.Fatal(bad)
+	}
+	if err := dec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if _, err := dec.Decode(key.Data); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Decode after Close = %v", err)
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	for _, c := range []struct {
+		size Size
+		br   rate.Bitrate
+	}{
+		{Size{640, 360}, 1500 * rate.Kbps},
+		{Size{1280, 720}, 8 * rate.Mbps},
+		{Size{1280, 720}, 20 * rate.Mbps},
+	} {
+		b.Run(fmt.Sprintf("%v/%v", c.size, c.br), func(b *testing.B) {
+			// Pre-render a second of pictures so only encoding is timed.
+			frames := make([]*Frame, 30)
+			for i := range frames {
+				frames[i] = NewFrame(c.size)
+				Render(frames[i], t0.Add(time.Duration(i)*time.Second/30), uint64(i), "bench")
+			}
+			enc, err := NewEncoder(EncoderConfig{Size: c.size, Bitrate: c.br})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer enc.Close()
+			var bytes int
+			i := 0
+			for b.Loop() {
+				f := frames[i%len(frames)]
+				f.Capture = t0.Add(time.Duration(i) * time.Second / 30)
+				ef, err := enc.Encode(f, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes += len(ef.Data)
+				i++
+			}
+			b.ReportMetric(float64(bytes)*8*30/float64(i)/1e6, "Mb/s")
+		})
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for _, c := range []struct {
+		size Size
+		br   rate.Bitrate
+	}{
+		{Size{640, 360}, 1500 * rate.Kbps},
+		{Size{1280, 720}, 20 * rate.Mbps},
+	} {
+		b.Run(fmt.Sprintf("%v/%v", c.size, c.br), func(b *testing.B) {
+			enc, err := NewEncoder(EncoderConfig{Size: c.size, Bitrate: c.br})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer enc.Close()
+			f := NewFrame(c.size)
+			var stream [][]byte
+			for i := range 60 {
+				Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "bench")
+				ef, err := enc.Encode(f, i%30 == 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				stream = append(stream, ef.Data)
+			}
+			dec, err := NewDecoder()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer dec.Close()
+			i := 0
+			for b.Loop() {
+				if _, err := dec.Decode(stream[i%len(stream)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

@@ -1,0 +1,151 @@
+package media
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"replenish/rate"
+)
+
+// t0 is an arbitrary capture epoch for tests, away from any wraparound.
+var t0 = time.Date(2026, 10, 29, 15, 57, 15, 123_000_000, time.UTC)
+
+// runConfig describes an encode run over rendered frames.
+type runConfig struct {
+	size     Size
+	bitrate  rate.Bitrate
+	frames   int
+	fps      int // capture rate; frames are captured every 1/fps
+	keyEvery int // force a keyframe every keyEvery frames; 0 never
+	psnr     bool
+}
+
+// runResult summarises an encode run.
+type runResult struct {
+	bytes     []int // per frame
+	keys      []bool
+	q         []int
+	psnr      float64 // mean luma PSNR between the stamp band and the noise, last two thirds
+	misreads  int
+	firstBad  string
+	encodeDur time.Duration
+}
+
+// rate returns the bitrate of frames [from, len) at the run's capture rate.
+func (r runResult) rate(from, fps int) rate.Bitrate {
+	n := 0
+	for _, b := range r.bytes[from:] {
+		n += b
+	}
+	return rate.Bitrate(float64(n) * 8 * float64(fps) / float64(len(r.bytes)-from))
+}
+
+// meanQ returns the mean quantizer of frames [from, len).
+func (r runResult) meanQ(from int) float64 {
+	s := 0
+	for _, q := range r.q[from:] {
+		s += q
+	}
+	return float64(s) / float64(len(r.q)-from)
+}
+
+// encodeRun renders frames, encodes them, decodes them and reads their
+// stamps back, comparing each with the frame's capture time.
+func encodeRun(tb testing.TB, rc runConfig) runResult {
+	tb.Helper()
+	enc, err := NewEncoder(EncoderConfig{Size: rc.size, Bitrate: rc.bitrate, FPS: rc.fps})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer enc.Close()
+	dec, err := NewDecoder()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer dec.Close()
+	var res runResult
+	var psnrSum float64
+	f := NewFrame(rc.size)
+	for i := range rc.frames {
+		capture := t0.Add(time.Duration(i) * time.Second / time.Duration(rc.fps))
+		Render(f, capture, uint64(i), "test")
+		ef, err := enc.Encode(f, rc.keyEvery > 0 && i > 0 && i%rc.keyEvery == 0)
+		if err != nil {
+			tb.Fatalf("frame %d: %v", i, err)
+		}
+		res.encodeDur += ef.End.Sub(ef.Start)
+		res.bytes = append(res.bytes, len(ef.Data))
+		res.keys = append(res.keys, ef.Key)
+		res.q = append(res.q, enc.LastQuantizer())
+		out, err := dec.Decode(ef.Data)
+		if err != nil {
+			tb.Fatalf("frame %d: decode: %v", i, err)
+		}
+		if bad := checkStamp(out, capture); bad != "" {
+			res.misreads++
+			if res.firstBad == "" {
+				res.firstBad = fmt.Sprintf("frame %d: %s", i, bad)
+			}
+		}
+		if rc.psnr && i >= rc.frames/3 {
+			lo, hi := StampBand(rc.size)*rc.size.W, noiseTop(rc.size)*rc.size.W
+			psnrSum += psnr(f.Y[lo:hi], out.Y[lo:hi])
+		}
+	}
+	res.psnr = psnrSum / float64(rc.frames-rc.frames/3)
+	return res
+}
+
+// checkStamp reads f's stamp and returns "" if it gives capture to the
+// millisecond, or what went wrong. The reader's reference time is 40 ms
+// later, as a viewer's clock would be.
+func checkStamp(f *Frame, capture time.Time) string {
+	v, err := ReadStamp(f.Y, f.Size.W, f.Size)
+	if err != nil {
+		return err.Error()
+	}
+	if got := StampTime(v, capture.Add(40*time.Millisecond)); got.UnixMilli() != capture.UnixMilli() {
+		return fmt.Sprintf("read %v, captured %v", got, capture)
+	}
+	return ""
+}
+
+func psnr(a, b []byte) float64 {
+	var se float64
+	for i := range a {
+		d := float64(a[i]) - float64(b[i])
+		se += d * d
+	}
+	if se == 0 {
+		return 99
+	}
+	return 10 * math.Log10(255*255*float64(len(a))/se)
+}
+
+// ladderRuns caches the 90-frame runs at each rung's Min and Max, which
+// several tests inspect.
+var ladderRuns struct {
+	sync.Mutex
+	m map[string]runResult
+}
+
+// ladderRun returns the cached result of a 90-frame run at 30 fps for rung r
+// at bitrate br.
+func ladderRun(tb testing.TB, r Rung, br rate.Bitrate) runResult {
+	tb.Helper()
+	key := fmt.Sprint(r.Size, br)
+	ladderRuns.Lock()
+	defer ladderRuns.Unlock()
+	if res, ok := ladderRuns.m[key]; ok {
+		return res
+	}
+	res := encodeRun(tb, runConfig{size: r.Size, bitrate: br, frames: 90, fps: 30})
+	if ladderRuns.m == nil {
+		ladderRuns.m = make(map[string]runResult)
+	}
+	ladderRuns.m[key] = res
+	return res
+}

@@ -1,0 +1,489 @@
+package media
+
+/*
+#cgo pkg-config: vpx
+#include <stdlib.h>
+#include <string.h>
+#include <vpx/vpx_encoder.h>
+#include <vpx/vpx_decoder.h>
+#include <vpx/vp8cx.h>
+#include <vpx/vp8dx.h>
+
+typedef struct {
+	vpx_codec_ctx_t ctx;
+	vpx_codec_enc_cfg_t cfg;
+	vpx_codec_iter_t iter;
+	int live;
+} rp_enc;
+
+// rp_enc_init sets up a VP8 realtime CBR encoder. It returns a libvpx error
+// code; on failure nothing needs destroying.
+static vpx_codec_err_t rp_enc_init(rp_enc *e, int w, int h, unsigned kbps,
+		int threads, int cpu_used, unsigned max_intra_pct) {
+	vpx_codec_err_t err = vpx_codec_enc_config_default(vpx_codec_vp8_cx(), &e->cfg, 0);
+	if (err != VPX_CODEC_OK) return err;
+	vpx_codec_enc_cfg_t *c = &e->cfg;
+	c->g_w = w;
+	c->g_h = h;
+	c->g_timebase.num = 1;
+	c->g_timebase.den = 1000000; // microseconds
+	c->g_threads = threads;
+	c->g_pass = VPX_RC_ONE_PASS;
+	c->g_lag_in_frames = 0;
+	c->g_error_resilient = VPX_ERROR_RESILIENT_DEFAULT;
+	c->rc_end_usage = VPX_CBR;
+	c->rc_target_bitrate = kbps;
+	c->rc_dropframe_thresh = 0;
+	c->rc_resize_allowed = 0;
+	c->rc_min_quantizer = 2;
+	c->rc_max_quantizer = 63;
+	c->rc_undershoot_pct = 100;
+	c->rc_overshoot_pct = 15;
+	c->rc_buf_sz = 1000;
+	c->rc_buf_initial_sz = 500;
+	c->rc_buf_optimal_sz = 600;
+	c->kf_mode = VPX_KF_DISABLED;
+	c->kf_min_dist = 0;
+	c->kf_max_dist = 0x7fffffff;
+	err = vpx_codec_enc_init(&e->ctx, vpx_codec_vp8_cx(), c, 0);
+	if (err != VPX_CODEC_OK) return err;
+	e->live = 1;
+	if ((err = vpx_codec_control(&e->ctx, VP8E_SET_CPUUSED, cpu_used)) != VPX_CODEC_OK ||
+	    (err = vpx_codec_control(&e->ctx, VP8E_SET_MAX_INTRA_BITRATE_PCT, max_intra_pct)) != VPX_CODEC_OK ||
+	    (err = vpx_codec_control(&e->ctx, VP8E_SET_NOISE_SENSITIVITY, 0)) != VPX_CODEC_OK ||
+	    (err = vpx_codec_control(&e->ctx, VP8E_SET_STATIC_THRESHOLD, 0)) != VPX_CODEC_OK ||
+	    (err = vpx_codec_control(&e->ctx, VP8E_SET_TOKEN_PARTITIONS,
+	        threads > 1 ? VP8_TWO_TOKENPARTITION : VP8_ONE_TOKENPARTITION)) != VPX_CODEC_OK) {
+		return err;
+	}
+	return VPX_CODEC_OK;
+}
+
+static void rp_enc_destroy(rp_enc *e) {
+	if (e->live) vpx_codec_destroy(&e->ctx);
+	e->live = 0;
+}
+
+static vpx_codec_err_t rp_enc_set_bitrate(rp_enc *e, unsigned kbps) {
+	e->cfg.rc_target_bitrate = kbps;
+	return vpx_codec_enc_config_set(&e->ctx, &e->cfg);
+}
+
+// rp_enc_encode encodes one I420 picture whose planes are given by pointer.
+// The planes are read during the call only (libvpx copies the picture into
+// its own lookahead buffer).
+static vpx_codec_err_t rp_enc_encode(rp_enc *e, unsigned char *y, unsigned char *u,
+		unsigned char *v, int64_t pts, unsigned long duration, int force_key) {
+	vpx_image_t img;
+	if (!vpx_img_wrap(&img, VPX_IMG_FMT_I420, e->cfg.g_w, e->cfg.g_h, 1, y)) {
+		return VPX_CODEC_INVALID_PARAM;
+	}
+	img.planes[VPX_PLANE_Y] = y;
+	img.planes[VPX_PLANE_U] = u;
+	img.planes[VPX_PLANE_V] = v;
+	img.stride[VPX_PLANE_Y] = e->cfg.g_w;
+	img.stride[VPX_PLANE_U] = e->cfg.g_w / 2;
+	img.stride[VPX_PLANE_V] = e->cfg.g_w / 2;
+	e->iter = NULL;
+	return vpx_codec_encode(&e->ctx, &img, pts, duration,
+		force_key ? VPX_EFLAG_FORCE_KF : 0, VPX_DL_REALTIME);
+}
+
+// rp_enc_next returns 1 and the next compressed frame of the last encode
+// call, or 0 when there is none.
+static int rp_enc_next(rp_enc *e, const void **buf, size_t *sz, int *key) {
+	const vpx_codec_cx_pkt_t *pkt;
+	while ((pkt = vpx_codec_get_cx_data(&e->ctx, &e->iter)) != NULL) {
+		if (pkt->kind != VPX_CODEC_CX_FRAME_PKT) continue;
+		*buf = pkt->data.frame.buf;
+		*sz = pkt->data.frame.sz;
+		*key = (pkt->data.frame.flags & VPX_FRAME_IS_KEY) != 0;
+		return 1;
+	}
+	return 0;
+}
+
+typedef struct {
+	vpx_codec_ctx_t ctx;
+	unsigned char *buf;
+	size_t cap;
+	int live;
+} rp_dec;
+
+static vpx_codec_err_t rp_dec_init(rp_dec *d) {
+	vpx_codec_dec_cfg_t cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.threads = 1;
+	vpx_codec_err_t err = vpx_codec_dec_init(&d->ctx, vpx_codec_vp8_dx(), &cfg, 0);
+	if (err == VPX_CODEC_OK) d->live = 1;
+	return err;
+}
+
+static void rp_dec_destroy(rp_dec *d) {
+	if (d->live) vpx_codec_destroy(&d->ctx);
+	d->live = 0;
+	free(d->buf);
+	d->buf = NULL;
+	d->cap = 0;
+}
+
+// rp_dec_decode copies data into the decoder's own buffer, so that libvpx
+// never sees Go memory, and decodes it. It returns the decoded picture or
+// NULL with *err set.
+static vpx_image_t *rp_dec_decode(rp_dec *d, const void *data, size_t n, vpx_codec_err_t *err) {
+	if (n > d->cap) {
+		unsigned char *b = realloc(d->buf, n);
+		if (b == NULL) {
+			*err = VPX_CODEC_MEM_ERROR;
+			return NULL;
+		}
+		d->buf = b;
+		d->cap = n;
+	}
+	memcpy(d->buf, data, n);
+	*err = vpx_codec_decode(&d->ctx, d->buf, (unsigned int)n, NULL, 0);
+	if (*err != VPX_CODEC_OK) return NULL;
+	vpx_codec_iter_t iter = NULL;
+	vpx_image_t *img = vpx_codec_get_frame(&d->ctx, &iter);
+	if (img == NULL) *err = VPX_CODEC_CORRUPT_FRAME;
+	return img;
+}
+
+static int rp_enc_last_q(rp_enc *e) {
+	int q = -1;
+	if (vpx_codec_control(&e->ctx, VP8E_GET_LAST_QUANTIZER_64, &q) != VPX_CODEC_OK) return -1;
+	return q;
+}
+
+static const char *rp_error_detail(vpx_codec_ctx_t *ctx) {
+	const char *s = vpx_codec_error_detail(ctx);
+	return s ? s : "";
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"replenish/rate"
+)
+
+// Errors returned by the encoder and decoder.
+var (
+	// ErrCodec wraps an error reported by libvpx.
+	ErrCodec = errors.New("media: libvpx error")
+	// ErrClosed is returned by an Encoder or Decoder after Close.
+	ErrClosed = errors.New("media: codec closed")
+	// ErrBitrate is returned for a target bitrate libvpx cannot take.
+	ErrBitrate = errors.New("media: bitrate out of range")
+	// ErrNoFrame is returned when libvpx produced no compressed frame.
+	ErrNoFrame = errors.New("media: encoder produced no frame")
+)
+
+// Encoder limits and defaults.
+const (
+	// MinBitrate and MaxBitrate bound an encoder's target.
+	MinBitrate = 10 * rate.Kbps
+	MaxBitrate = 100 * rate.Mbps
+	// MaxFrameInterval caps the duration the encoder's rate control is
+	// told a frame covers (4 fps), so that the first frame after a long
+	// pause does not get seconds' worth of bits.
+	MaxFrameInterval = 250 * time.Millisecond
+	// KeyframeMaxPct caps a keyframe's size, in percent of the average
+	// frame size at the target bitrate (VP8E_SET_MAX_INTRA_BITRATE_PCT):
+	// a keyframe occupies a path for about three frame intervals at most.
+	KeyframeMaxPct = 300
+)
+
+// EncoderConfig configures an Encoder. Zero values mean the defaults.
+type EncoderConfig struct {
+	Size    Size         // picture size; required, must pass Size.Check
+	Bitrate rate.Bitrate // initial target; zero means the nearest rung's Default
+	FPS     int          // nominal frame rate for rate control, frames per second; 0 means 30
+	Threads int          // encoder threads; 0 means 1
+	CPUUsed int          // libvpx cpu-used, negative for a fixed speed; 0 means -8
+}
+
+// EncodedFrame is one compressed VP8 frame.
+type EncodedFrame struct {
+	Data       []byte    // the VP8 frame; owned by the caller
+	Key        bool      // a keyframe
+	Size       Size      // picture size
+	Start, End time.Time // when the encode call started and returned
+}
+
+// Encoder is a VP8 encoder (libvpx) configured for low-latency CBR: realtime
+// deadline, no lag, no frame dropping, error resilient, keyframes only on
+// request, at the first frame and after a size change. An Encoder is not safe
+// for concurrent use.
+type Encoder struct {
+	c       *C.rp_enc // C memory; nil after Close
+	size    Size
+	bitrate rate.Bitrate
+	cfg     EncoderConfig
+
+	started  bool          // a frame has been encoded since the last init
+	last     time.Time     // capture time of the previous encoded frame
+	end      time.Duration // end of the previous frame on the encoder's timeline
+	nominal  time.Duration // 1/FPS
+	haveLast bool
+}
+
+// NewEncoder returns an encoder for cfg. It returns an error wrapping
+// ErrSize, ErrBitrate or ErrCodec if the configuration is unusable.
+func NewEncoder(cfg EncoderConfig) (*Encoder, error) {
+	if err := cfg.Size.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.FPS <= 0 {
+		cfg.FPS = 30
+	}
+	if cfg.Threads <= 0 {
+		cfg.Threads = 1
+	}
+	if cfg.CPUUsed == 0 {
+		cfg.CPUUsed = -8
+	}
+	if cfg.Bitrate == 0 {
+		cfg.Bitrate = RungOf(cfg.Size).Default()
+	}
+	if err := checkBitrate(cfg.Bitrate); err != nil {
+		return nil, err
+	}
+	e := &Encoder{
+		c:       (*C.rp_enc)(C.calloc(1, C.size_t(unsafe.Sizeof(C.rp_enc{})))),
+		bitrate: cfg.Bitrate,
+		cfg:     cfg,
+		nominal: time.Second / time.Duration(cfg.FPS),
+	}
+	if e.c == nil {
+		return nil, fmt.Errorf("%w: out of memory", ErrCodec)
+	}
+	if err := e.init(cfg.Size); err != nil {
+		C.free(unsafe.Pointer(e.c))
+		return nil, err
+	}
+	return e, nil
+}
+
+func checkBitrate(b rate.Bitrate) error {
+	if b < MinBitrate || b > MaxBitrate {
+		return fmt.Errorf("%w: %v not in [%v, %v]", ErrBitrate, b, MinBitrate, MaxBitrate)
+	}
+	return nil
+}
+
+func kbps(b rate.Bitrate) C.uint { return C.uint((b + rate.Kbps/2) / rate.Kbps) }
+
+// init (re)creates the libvpx encoder for size sz at the current bitrate.
+func (e *Encoder) init(sz Size) error {
+	C.rp_enc_destroy(e.c)
+	rc := C.rp_enc_init(e.c, C.int(sz.W), C.int(sz.H), kbps(e.bitrate), C.int(e.cfg.Threads),
+		C.int(e.cfg.CPUUsed), KeyframeMaxPct)
+	if rc != C.VPX_CODEC_OK {
+		err := e.codecErr("init", rc)
+		C.rp_enc_destroy(e.c)
+		return err
+	}
+	e.size = sz
+	e.started = false
+	return nil
+}
+
+func (e *Encoder) codecErr(op string, rc C.vpx_codec_err_t) error {
+	msg := C.GoString(C.vpx_codec_err_to_string(rc))
+	if e.c.live != 0 {
+		if d := C.GoString(C.rp_error_detail(&e.c.ctx)); d != "" {
+			msg += ": " + d
+		}
+	}
+	return fmt.Errorf("%w: %s: %s", ErrCodec, op, msg)
+}
+
+// Size returns the picture size the encoder is currently set up for.
+func (e *Encoder) Size() Size { return e.size }
+
+// Bitrate returns the current target bitrate.
+func (e *Encoder) Bitrate() rate.Bitrate { return e.bitrate }
+
+// SetBitrate changes the target bitrate from the next frame on. It returns
+// an error wrapping ErrBitrate if b is outside [MinBitrate, MaxBitrate],
+// ErrClosed after Close, or ErrCodec if libvpx refuses it.
+func (e *Encoder) SetBitrate(b rate.Bitrate) error {
+	if e.c == nil {
+		return ErrClosed
+	}
+	if err := checkBitrate(b); err != nil {
+		return err
+	}
+	if e.c.live == 0 {
+		e.bitrate = b // applied by the next init
+		return nil
+	}
+	if rc := C.rp_enc_set_bitrate(e.c, kbps(b)); rc != C.VPX_CODEC_OK {
+		return e.codecErr("set bitrate", rc)
+	}
+	e.bitrate = b
+	return nil
+}
+
+// Encode compresses f, as a keyframe if forceKey is set, and blocks until
+// libvpx returns. If f's size differs from the encoder's, the encoder is
+// re-initialised for the new size at the current bitrate and the frame is a
+// keyframe. Rate control is told that each frame lasts from the previous
+// encoded frame's Capture to this one's (at most MaxFrameInterval; the
+// nominal 1/FPS for the first frame), so it sees the true frame rate however
+// irregularly Encode is called. It returns an error wrapping ErrFrame or
+// ErrSize for a malformed frame, ErrClosed after Close, ErrCodec or
+// ErrNoFrame if libvpx fails.
+func (e *Encoder) Encode(f *Frame, forceKey bool) (EncodedFrame, error) {
+	if e.c == nil {
+		return EncodedFrame{}, ErrClosed
+	}
+	if err := f.check(); err != nil {
+		return EncodedFrame{}, err
+	}
+	start := time.Now()
+	if f.Size != e.size || e.c.live == 0 {
+		if err := e.init(f.Size); err != nil {
+			return EncodedFrame{}, err
+		}
+	}
+	d := e.nominal
+	if e.haveLast {
+		d = min(max(f.Capture.Sub(e.last), time.Millisecond), MaxFrameInterval)
+	}
+	if !e.started {
+		e.end = 0
+	}
+	pts := e.end
+	key := C.int(0)
+	if forceKey {
+		key = 1
+	}
+	rc := C.rp_enc_encode(e.c, (*C.uchar)(unsafe.Pointer(&f.Y[0])), (*C.uchar)(unsafe.Pointer(&f.U[0])),
+		(*C.uchar)(unsafe.Pointer(&f.V[0])), C.int64_t(pts.Microseconds()),
+		C.ulong(max(d.Microseconds(), 1)), key)
+	if rc != C.VPX_CODEC_OK {
+		return EncodedFrame{}, e.codecErr("encode", rc)
+	}
+	e.started = true
+	e.end += d
+	e.last, e.haveLast = f.Capture, true
+	out := EncodedFrame{Size: e.size, Start: start}
+	var (
+		buf   unsafe.Pointer
+		n     C.size_t
+		isKey C.int
+	)
+	for C.rp_enc_next(e.c, &buf, &n, &isKey) != 0 {
+		out.Data = append(out.Data, unsafe.Slice((*byte)(buf), int(n))...)
+		out.Key = out.Key || isKey != 0
+	}
+	out.End = time.Now()
+	if len(out.Data) == 0 {
+		return EncodedFrame{}, ErrNoFrame
+	}
+	return out, nil
+}
+
+// LastQuantizer returns the quantizer (0..63, libvpx's rc_min_quantizer
+// scale) libvpx chose for the last encoded frame, or -1 if unknown. A value
+// at 63 while the output still exceeds the target means the picture size is
+// too large for the bitrate.
+func (e *Encoder) LastQuantizer() int {
+	if e.c == nil || e.c.live == 0 || !e.started {
+		return -1
+	}
+	return int(C.rp_enc_last_q(e.c))
+}
+
+// Close frees the encoder's libvpx state. Further calls return ErrClosed;
+// Close itself may be called more than once.
+func (e *Encoder) Close() error {
+	if e.c == nil {
+		return nil
+	}
+	C.rp_enc_destroy(e.c)
+	C.free(unsafe.Pointer(e.c))
+	e.c = nil
+	return nil
+}
+
+// Decoder is a VP8 decoder (libvpx). It is not safe for concurrent use.
+type Decoder struct {
+	c *C.rp_dec // C memory; nil after Close
+}
+
+// NewDecoder returns a VP8 decoder. It returns an error wrapping ErrCodec if
+// libvpx cannot create one.
+func NewDecoder() (*Decoder, error) {
+	c := (*C.rp_dec)(C.calloc(1, C.size_t(unsafe.Sizeof(C.rp_dec{}))))
+	if c == nil {
+		return nil, fmt.Errorf("%w: out of memory", ErrCodec)
+	}
+	if rc := C.rp_dec_init(c); rc != C.VPX_CODEC_OK {
+		C.free(unsafe.Pointer(c))
+		return nil, fmt.Errorf("%w: init: %s", ErrCodec, C.GoString(C.vpx_codec_err_to_string(rc)))
+	}
+	return &Decoder{c: c}, nil
+}
+
+// Decode decodes one VP8 frame and returns an I420 copy of the picture, with
+// zero Capture and Seq. It returns an error wrapping ErrCodec for data libvpx
+// rejects (the decoder stays usable, though frames that depend on the
+// rejected one may decode wrongly until the next keyframe), ErrSize for a
+// picture this package cannot represent, or ErrClosed after Close.
+func (d *Decoder) Decode(data []byte) (*Frame, error) {
+	if d.c == nil {
+		return nil, ErrClosed
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: decode: empty frame", ErrCodec)
+	}
+	var rc C.vpx_codec_err_t
+	img := C.rp_dec_decode(d.c, unsafe.Pointer(&data[0]), C.size_t(len(data)), &rc)
+	if img == nil {
+		msg := C.GoString(C.vpx_codec_err_to_string(rc))
+		if det := C.GoString(C.rp_error_detail(&d.c.ctx)); det != "" {
+			msg += ": " + det
+		}
+		return nil, fmt.Errorf("%w: decode: %s", ErrCodec, msg)
+	}
+	sz := Size{W: int(img.d_w), H: int(img.d_h)}
+	if img.fmt != C.VPX_IMG_FMT_I420 || sz.W%2 != 0 || sz.H%2 != 0 || sz.W > MaxDimension || sz.H > MaxDimension {
+		return nil, fmt.Errorf("%w: decoded %v picture, format %d", ErrSize, sz, int(img.fmt))
+	}
+	f := NewFrame(sz)
+	copyPlane(f.Y, sz.W, sz.H, img.planes[0], int(img.stride[0]))
+	copyPlane(f.U, sz.W/2, sz.H/2, img.planes[1], int(img.stride[1]))
+	copyPlane(f.V, sz.W/2, sz.H/2, img.planes[2], int(img.stride[2]))
+	return f, nil
+}
+
+// copyPlane copies a w x h plane from C memory with the given stride into
+// dst, which has stride w.
+func copyPlane(dst []byte, w, h int, src *C.uchar, stride int) {
+	if h == 0 || w == 0 {
+		return
+	}
+	s := unsafe.Slice((*byte)(unsafe.Pointer(src)), (h-1)*stride+w)
+	for y := range h {
+		copy(dst[y*w:y*w+w], s[y*stride:y*stride+w])
+	}
+}
+
+// Close frees the decoder's libvpx state. Further calls return ErrClosed;
+// Close itself may be called more than once.
+func (d *Decoder) Close() error {
+	if d.c == nil {
+		return nil
+	}
+	C.rp_dec_destroy(d.c)
+	C.free(unsafe.Pointer(d.c))
+	d.c = nil
+	return nil
+}
