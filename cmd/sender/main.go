@@ -1,0 +1,271 @@
+// Command sender renders synthetic video with its capture time in the
+// pixels, encodes VP8 and sends it to a viewer over TCP, writing a frame only
+// when the transport invites one (source buffer management).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"replenish/framer"
+	"replenish/media"
+	"replenish/sender"
+	"replenish/transport/tcp"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+type options struct {
+	to        string
+	name      string
+	mode      string
+	replenish time.Duration
+	lowat     int
+	nodelay   bool
+	fps       int
+	maxRes    string
+	verbose   bool
+	status    bool
+}
+
+func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, error) {
+	var o options
+	fs := flag.NewFlagSet("sender", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: sender [flags]\n\nSends a synthetic VP8 stream to a viewer, one frame per invitation.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `host:port` to send to")
+	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
+	fs.StringVar(&o.mode, "mode", "replenish", "send buffer policy: replenish, lowat or default (or a full form such as replenish=15ms, lowat=15000, default+nagle)")
+	fs.DurationVar(&o.replenish, "replenish", 15*time.Millisecond, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
+	fs.IntVar(&o.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
+	fs.BoolVar(&o.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
+	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
+	fs.StringVar(&o.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
+	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
+	fs.BoolVar(&o.status, "status", true, "print a live status line")
+	if err := fs.Parse(args); err != nil {
+		return o, tcp.Config{}, media.Size{}, err
+	}
+	if fs.NArg() > 0 {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	if _, _, err := net.SplitHostPort(o.to); err != nil {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-to %q: want host:port: %v", o.to, err)
+	}
+	if o.fps < 1 || o.fps > 120 {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-fps %d: want 1 to 120", o.fps)
+	}
+	if o.name == "" || len(o.name) > 64 {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
+	}
+	maxRes, err := media.ParseSize(o.maxRes)
+	if err == nil && len(media.RungFor(maxRes)) == 0 {
+		err = fmt.Errorf("no rung at or below it")
+	}
+	if err != nil {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-max-res %q: %v (ladder: %s)", o.maxRes, err, ladderSizes())
+	}
+
+	mode := o.mode
+	switch {
+	case strings.ContainsAny(mode, "=+"):
+		// A full form; the separate flags must not contradict it.
+		if set["replenish"] || set["lowat"] {
+			return o, tcp.Config{}, media.Size{}, fmt.Errorf("-mode %q already says its parameter; drop -replenish/-lowat", mode)
+		}
+	case mode == "replenish":
+		if o.replenish <= 0 {
+			return o, tcp.Config{}, media.Size{}, fmt.Errorf("-replenish %v: want a positive duration", o.replenish)
+		}
+		mode = fmt.Sprintf("replenish=%v", o.replenish)
+	case mode == "lowat":
+		if o.lowat <= 0 {
+			return o, tcp.Config{}, media.Size{}, fmt.Errorf("-mode lowat needs -lowat BYTES > 0")
+		}
+		mode = fmt.Sprintf("lowat=%d", o.lowat)
+	}
+	if set["lowat"] && !strings.HasPrefix(mode, "lowat") {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-lowat applies only to -mode lowat")
+	}
+	if set["replenish"] && !strings.HasPrefix(mode, "replenish") {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-replenish applies only to -mode replenish")
+	}
+	cfg, err := tcp.ParseMode(mode)
+	if err != nil {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-mode %q: %v", o.mode, err)
+	}
+	if set["nodelay"] {
+		cfg.Nagle = !o.nodelay
+	}
+	return o, cfg, maxRes, nil
+}
+
+func ladderSizes() string {
+	var s []string
+	for _, r := range media.Ladder {
+		s = append(s, r.Size.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func run(args []string, stderr io.Writer) int {
+	o, tcfg, maxRes, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sender: %v\n", err)
+		return 2
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	st := &statusLine{out: stderr, tty: isTerminal(stderr), enabled: o.status}
+	log := slog.New(slog.NewTextHandler(st, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	src := media.NewSource(media.SourceConfig{FPS: o.fps, Name: o.name})
+	s, err := sender.New(sender.Config{Source: src, Name: o.name, MaxSize: maxRes, FPS: o.fps, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "sender: %v\n", err)
+		return 1
+	}
+	defer s.Close()
+
+	done := make(chan struct{})
+	var workers []<-chan struct{}
+	workers = append(workers, goDone(func() { src.Run(ctx) }))
+	workers = append(workers, goDone(func() {
+		sender.ProbeClock(ctx, o.to, time.Second, func(offset, rtt time.Duration) {
+			s.SetClockOffset(offset)
+		})
+	}))
+	workers = append(workers, goDone(func() { st.run(ctx, done, s, o, tcfg) }))
+
+	tcfg.OnSent = s.Sent
+	tcfg.Logger = log
+	log.Info("sending", "to", o.to, "name", o.name, "mode", tcfg.String(), "nodelay", !tcfg.Nagle, "fps", o.fps, "max-res", maxRes)
+	err = connectLoop(ctx, o.to, tcfg, s, log, st)
+	close(done)
+	for _, w := range workers {
+		<-w
+	}
+	st.clear()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "sender: %v\n", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func goDone(f func()) <-chan struct{} {
+	c := make(chan struct{})
+	go func() { defer close(c); f() }()
+	return c
+}
+
+// connectLoop connects to the viewer and runs the sender on each connection,
+// reconnecting with exponential backoff until ctx is done.
+func connectLoop(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine) error {
+	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
+	backoff := minBackoff
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := runConn(ctx, addr, cfg, s, log, st)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		st.setConn("disconnected: " + err.Error())
+		if time.Since(start) > 10*time.Second {
+			backoff = minBackoff
+		}
+		log.Warn("connection ended; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return ctx.Err()
+}
+
+// runConn runs one connection: the sender loop on this goroutine and a
+// reader of the viewer's feedback (keyframe requests) beside it.
+func runConn(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine) error {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	conn, err := tcp.Dial(dctx, addr, cfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	log.Info("connected", "viewer", addr)
+	st.setConn("connected")
+
+	cctx, cancelConn := context.WithCancelCause(ctx)
+	defer cancelConn(nil)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			pkt, err := conn.ReadPacket()
+			if err != nil {
+				cancelConn(fmt.Errorf("viewer connection: %w", err))
+				return
+			}
+			if !framer.IsRTCP(pkt) {
+				cancelConn(errors.New("viewer sent a non-RTCP packet"))
+				return
+			}
+			pkts, err := framer.ParseControl(pkt)
+			if err != nil {
+				cancelConn(fmt.Errorf("viewer sent bad RTCP: %w", err))
+				return
+			}
+			if framer.WantsKeyframe(pkts, s.SSRC()) {
+				log.Debug("keyframe requested by the viewer")
+				s.RequestKeyframe()
+			}
+		}
+	}()
+	err = s.Run(cctx, conn)
+	conn.Close()
+	<-readerDone
+	if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	return err
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,399 @@
+// Package sender is the sending half of replenish: on each invitation from
+// its transport it takes the freshest raw frame from the source, chooses a
+// resolution and bitrate for the transport's drain rate, encodes, packetizes
+// and writes. A raw frame that is never invited is never encoded.
+package sender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"replenish/framer"
+	"replenish/media"
+	"replenish/metrics"
+	"replenish/rate"
+	"replenish/transport"
+)
+
+// Transport carries frames to a viewer. The sender drives it from one
+// goroutine and does not know which transport it is.
+type Transport interface {
+	// Wait blocks until the transport invites one more frame.
+	Wait(ctx context.Context) (transport.Invitation, error)
+	// WriteFrame writes pkts (control packets, then one frame's media
+	// packets) in one write. Send records for it reach the sender through
+	// its Sent method, which the transport calls later.
+	WriteFrame(id uint64, pkts [][]byte) error
+}
+
+// Config configures a Sender. Zero values mean the stated defaults.
+type Config struct {
+	Source  *media.Source // required; the sender sets its size
+	Name    string        // stream name sent to the viewer; "" means "replenish"
+	MaxSize media.Size    // largest rung used; zero means the whole ladder
+	Start   rate.Bitrate  // initial target; zero means 500 kb/s
+	FPS     int           // the source's frame rate; zero means 30
+	SSRC    uint32        // zero means random
+	// MinKeyframeGap rate-limits requested keyframes; zero means 500 ms.
+	MinKeyframeGap time.Duration
+	Logger         *slog.Logger
+}
+
+// Limits on what the sender keeps.
+const (
+	maxPending    = 512 // frames written whose send record has not arrived
+	maxReport     = 64  // timings waiting to be reported to the viewer
+	sdesInterval  = 5 * time.Second
+	statusSpan    = 5 * time.Second
+	statusSamples = 4096
+)
+
+// Sender encodes and sends one stream. Its methods are safe for concurrent
+// use, but Run must not be called concurrently with itself.
+type Sender struct {
+	cfg    Config
+	log    *slog.Logger
+	ssrc   uint32
+	ctrl   *Controller
+	pkt    *framer.Packetizer
+	enc    *media.Encoder // owned by Run's goroutine
+	keyReq atomic.Bool
+	offset atomic.Int64 // viewer clock minus sender clock, ns; see SetClockOffset
+
+	mu        sync.Mutex // guards the fields below
+	nextID    uint64
+	pending   map[uint64]frameTiming
+	report    []framer.FrameTiming
+	lastKey   time.Time
+	lastSDES  time.Time
+	status    Status
+	delays    *metrics.Window // source delay, ms
+	sentBits  *metrics.Window // bits per encoded frame
+	encoded   *metrics.Window // one per encoded frame
+	reportLim int             // counted drops of timings that could not be reported
+}
+
+type frameTiming struct {
+	rtpTS            uint32
+	capture          time.Time
+	encStart, encEnd time.Time
+	bytes            int
+}
+
+// Status is a snapshot for a status line.
+type Status struct {
+	Size           media.Size
+	Target         rate.Bitrate // the encoder's current target
+	Bitrate        rate.Bitrate // encoded output over the last second
+	FPS            float64      // frames encoded per second over the last second
+	DrainRate      rate.Bitrate // the transport's latest estimate
+	SourceDelayP50 time.Duration
+	SourceDelayP95 time.Duration
+	Frames         uint64 // frames encoded
+	Keyframes      uint64
+	Discarded      uint64 // raw frames never encoded
+	NoDeparture    uint64 // frames written whose departure time is unknown
+	ClockOffset    time.Duration
+	ReportsDropped int
+	SourceDelayN   int
+	LastInvitation transport.Invitation
+}
+
+// New returns a Sender. It starts nothing.
+func New(cfg Config) (*Sender, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("sender: no source")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "replenish"
+	}
+	if cfg.Start == 0 {
+		cfg.Start = 500 * rate.Kbps
+	}
+	if cfg.FPS == 0 {
+		cfg.FPS = 30
+	}
+	if cfg.MinKeyframeGap == 0 {
+		cfg.MinKeyframeGap = 500 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ladder := media.Ladder
+	if cfg.MaxSize != (media.Size{}) {
+		ladder = media.RungFor(cfg.MaxSize)
+		if len(ladder) == 0 {
+			return nil, fmt.Errorf("sender: no rung at or below %v", cfg.MaxSize)
+		}
+	}
+	ssrc := cfg.SSRC
+	for ssrc == 0 {
+		ssrc = rand.Uint32()
+	}
+	s := &Sender{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		ssrc:     ssrc,
+		ctrl:     NewController(ladder, cfg.Start),
+		pkt:      framer.NewPacketizer(framer.PacketizerConfig{SSRC: ssrc}),
+		pending:  make(map[uint64]frameTiming),
+		delays:   metrics.NewWindow(statusSpan, statusSamples),
+		sentBits: metrics.NewWindow(time.Second, 1024),
+		encoded:  metrics.NewWindow(time.Second, 1024),
+	}
+	cfg.Source.SetSize(s.ctrl.Rung().Size)
+	return s, nil
+}
+
+// SSRC returns the stream's RTP SSRC.
+func (s *Sender) SSRC() uint32 { return s.ssrc }
+
+// RequestKeyframe asks for a keyframe as soon as the rate limit allows. It
+// does not block.
+func (s *Sender) RequestKeyframe() { s.keyReq.Store(true) }
+
+// SetClockOffset records the viewer's clock minus the sender's, as measured
+// on a side channel; it is reported to the viewer with the frame timings.
+func (s *Sender) SetClockOffset(d time.Duration) { s.offset.Store(int64(d)) }
+
+// Close releases the encoder. Call it after Run has returned.
+func (s *Sender) Close() error {
+	if s.enc != nil {
+		err := s.enc.Close()
+		s.enc = nil
+		return err
+	}
+	return nil
+}
+
+// Run sends the stream over t until ctx is done or t fails; it returns the
+// error that stopped it. The first frame is a keyframe, so that a viewer
+// can start decoding after every (re)connection.
+func (s *Sender) Run(ctx context.Context, t Transport) error {
+	s.keyReq.Store(true)
+	s.mu.Lock()
+	s.lastSDES = time.Time{}
+	s.lastKey = time.Time{}
+	clear(s.pending)
+	s.report = s.report[:0]
+	s.mu.Unlock()
+	first := true
+	for {
+		inv, err := t.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		f, skipped, err := s.nextFrame(ctx)
+		if err != nil {
+			return err
+		}
+		if first {
+			skipped, first = 0, false // frames lost while disconnected are not a rate signal
+		}
+		if err := s.sendFrame(t, inv, f, skipped); err != nil {
+			return err
+		}
+	}
+}
+
+// nextFrame returns the freshest frame the source has, waiting for one if
+// none is new.
+func (s *Sender) nextFrame(ctx context.Context) (*media.Frame, int, error) {
+	src := s.cfg.Source
+	for {
+		if f, skipped, ok := src.Take(); ok {
+			return f, skipped, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-src.Ready():
+		}
+	}
+}
+
+func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, skipped int) error {
+	now := time.Now()
+	d := s.ctrl.Update(Observation{Now: now, DrainRate: inv.DrainRate, AppLimited: inv.AppLimited, Skipped: skipped})
+	if d.RungChanged {
+		s.cfg.Source.SetSize(d.Rung.Size) // frames rendered from now on
+		s.log.Debug("rung", "size", d.Rung.Size, "target", d.Bitrate)
+	}
+	if err := s.ensureEncoder(f.Size, d.Bitrate); err != nil {
+		s.cfg.Source.Release(f)
+		return err
+	}
+	key := s.takeKeyframe(now)
+	ef, err := s.enc.Encode(f, key)
+	capture := f.Capture
+	s.cfg.Source.Release(f)
+	if err != nil {
+		return fmt.Errorf("sender: encode: %w", err)
+	}
+	mpkts, ts, err := s.pkt.Packetize(ef.Data, capture)
+	if err != nil {
+		return fmt.Errorf("sender: packetize: %w", err)
+	}
+
+	s.mu.Lock()
+	id := s.nextID
+	s.nextID++
+	if ef.Key {
+		s.lastKey = ef.End
+		s.status.Keyframes++
+	}
+	pkts := s.controlLocked(now, inv)
+	s.trackLocked(id, frameTiming{rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data)})
+	s.status.Frames++
+	s.status.Discarded += uint64(skipped)
+	s.status.Size = ef.Size
+	s.status.Target = d.Bitrate
+	s.status.DrainRate = inv.DrainRate
+	s.status.LastInvitation = inv
+	s.sentBits.Add(ef.End, float64(8*len(ef.Data)))
+	s.encoded.Add(ef.End, 1)
+	s.mu.Unlock()
+
+	return t.WriteFrame(id, append(pkts, mpkts...))
+}
+
+// ensureEncoder creates the encoder on first use and applies the bitrate.
+// The encoder re-initialises itself when the frame size changes.
+func (s *Sender) ensureEncoder(size media.Size, b rate.Bitrate) error {
+	if s.enc == nil {
+		enc, err := media.NewEncoder(media.EncoderConfig{Size: size, Bitrate: b, FPS: s.cfg.FPS})
+		if err != nil {
+			return fmt.Errorf("sender: %w", err)
+		}
+		s.enc = enc
+		return nil
+	}
+	return s.enc.SetBitrate(b)
+}
+
+// takeKeyframe reports whether this frame should be a keyframe: one is
+// pending and the last keyframe is at least MinKeyframeGap old. The first
+// keyframe after Run starts is never delayed.
+func (s *Sender) takeKeyframe(now time.Time) bool {
+	if !s.keyReq.Load() {
+		return false
+	}
+	s.mu.Lock()
+	last := s.lastKey
+	s.mu.Unlock()
+	if !last.IsZero() && now.Sub(last) < s.cfg.MinKeyframeGap {
+		return false
+	}
+	return s.keyReq.CompareAndSwap(true, false)
+}
+
+// controlLocked returns the RTCP packets to send ahead of the next frame: the
+// stream's name now and then, and the timings of frames that have left.
+func (s *Sender) controlLocked(now time.Time, inv transport.Invitation) [][]byte {
+	var pkts [][]byte
+	if s.lastSDES.IsZero() || now.Sub(s.lastSDES) >= sdesInterval {
+		if p, err := framer.MarshalSDES(s.ssrc, fmt.Sprintf("replenish-%08x", s.ssrc), s.cfg.Name); err == nil {
+			pkts = append(pkts, p)
+			s.lastSDES = now
+		} else {
+			s.log.Warn("stream name not sent", "err", err)
+		}
+	}
+	if len(s.report) > 0 {
+		r := framer.SenderReport{
+			ClockOffset: time.Duration(s.offset.Load()),
+			DrainRate:   inv.DrainRate,
+			Target:      s.status.Target,
+			Frames:      s.report,
+		}
+		if p, err := r.Marshal(s.ssrc); err == nil {
+			pkts = append(pkts, p)
+		} else {
+			s.log.Warn("timing report not sent", "err", err)
+		}
+		s.report = s.report[:0]
+	}
+	return pkts
+}
+
+// trackLocked remembers a frame until its send record arrives, evicting the
+// oldest beyond maxPending.
+func (s *Sender) trackLocked(id uint64, ft frameTiming) {
+	s.pending[id] = ft
+	if len(s.pending) > maxPending {
+		old := id - maxPending
+		if ft, ok := s.pending[old]; ok {
+			delete(s.pending, old)
+			s.reportLocked(ft, transport.SendRecord{})
+		}
+	}
+}
+
+// Sent takes a transport's send record for a frame written by Run. The TCP
+// transport calls it from within Wait and WriteFrame.
+func (s *Sender) Sent(rec transport.SendRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ft, ok := s.pending[rec.ID]
+	if !ok {
+		return
+	}
+	delete(s.pending, rec.ID)
+	s.reportLocked(ft, rec)
+}
+
+func (s *Sender) reportLocked(ft frameTiming, rec transport.SendRecord) {
+	since := func(t time.Time) time.Duration {
+		if t.IsZero() {
+			return -1
+		}
+		return t.Sub(ft.capture)
+	}
+	timing := framer.FrameTiming{
+		RTPTimestamp: ft.rtpTS,
+		Capture:      ft.capture,
+		EncodeStart:  since(ft.encStart),
+		EncodeEnd:    since(ft.encEnd),
+		WriteStart:   since(rec.WriteStart),
+		LeftHost:     since(rec.LeftHost),
+		Bytes:        ft.bytes,
+	}
+	if d := rec.SourceDelay(); d >= 0 {
+		s.delays.Add(rec.LeftHost, float64(d)/float64(time.Millisecond))
+	} else {
+		s.status.NoDeparture++
+	}
+	if len(s.report) >= maxReport {
+		copy(s.report, s.report[1:])
+		s.report = s.report[:len(s.report)-1]
+		s.reportLim++
+	}
+	s.report = append(s.report, timing)
+}
+
+// Status returns a snapshot of the sender's state.
+func (s *Sender) Status() Status {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.status
+	bits, _ := s.sentBits.Sum(now)
+	st.Bitrate = rate.Bitrate(bits)
+	_, n := s.encoded.Sum(now)
+	st.FPS = float64(n)
+	sum := metrics.Summarize(s.delays.Values(now))
+	st.SourceDelayN = sum.N
+	if sum.N > 0 {
+		st.SourceDelayP50 = time.Duration(sum.P50 * float64(time.Millisecond))
+		st.SourceDelayP95 = time.Duration(sum.P95 * float64(time.Millisecond))
+	}
+	st.ClockOffset = time.Duration(s.offset.Load())
+	st.ReportsDropped = s.reportLim
+	return st
+}
