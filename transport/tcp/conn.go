@@ -166,13 +166,9 @@ func (c *Conn) Options() Options { return c.opts }
 func (c *Conn) Config() Config { return c.cfg }
 
 // WriteFrame writes the packets of one frame, each RFC 4571 framed, in one
-// write. It blocks until the kernel has taken every byte: in replenish and
-// default modes only a full send buffer can hold it up (an invitation never
-// limits a write); in lowat mode Linux gates the write at Config.Lowat. The
-// frame's SendRecord reaches OnSent once its last byte has left the host
-// (from this or a later Wait, WriteFrame or Poll). It returns an error
-// wrapping framer.ErrEmptyPacket or framer.ErrPacketTooLarge for a packet it
-// cannot frame, ErrEmptyFrame for no packets, or the write's error.
+// write, as Write does. It returns an error wrapping framer.ErrEmptyPacket or
+// framer.ErrPacketTooLarge for a packet it cannot frame, ErrEmptyFrame for no
+// packets, or the write's error.
 func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
 	if len(pkts) == 0 {
 		return ErrEmptyFrame
@@ -187,11 +183,26 @@ func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
 	if cap(buf) <= maxKeptWriteBuffer {
 		c.wbuf = buf
 	}
+	return c.Write(id, buf)
+}
+
+// Write writes b as it is, in one write call, and tracks it as one record
+// with the given id (bulk workloads use it; media goes through WriteFrame).
+// It blocks until the kernel has taken every byte: in replenish and default
+// modes only a full send buffer can hold it up (an invitation never limits a
+// write); in lowat mode Linux gates the write at Config.Lowat. The
+// SendRecord reaches OnSent once the last byte has left the host (from this
+// or a later Wait, Write or Poll). It returns ErrEmptyFrame for an empty b,
+// or the write's error.
+func (c *Conn) Write(id uint64, b []byte) error {
+	if len(b) == 0 {
+		return ErrEmptyFrame
+	}
 	if h := c.testHookBeforeWrite; h != nil {
 		h()
 	}
 	start := time.Now()
-	n, werr := c.tc.Write(buf)
+	n, werr := c.tc.Write(b)
 	end := time.Now()
 
 	rec := transport.SendRecord{ID: id, Bytes: n, WriteStart: start, WriteEnd: end}
@@ -211,7 +222,7 @@ func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
 	c.mu.Unlock()
 	c.Poll()
 	if werr != nil {
-		return fmt.Errorf("tcp: writing frame %d (%d of %d bytes written): %w", id, n, len(buf), werr)
+		return fmt.Errorf("tcp: write %d: %d of %d bytes written: %w", id, n, len(b), werr)
 	}
 	return nil
 }
