@@ -42,7 +42,30 @@ type Config struct {
 	SSRC    uint32        // zero means random
 	// MinKeyframeGap rate-limits requested keyframes; zero means 500 ms.
 	MinKeyframeGap time.Duration
-	Logger         *slog.Logger
+	// OnFrame, if set, receives each frame's record once its departure is
+	// known (or known to be unknown). It is called with the Sender's lock
+	// held and must not call back into the Sender.
+	OnFrame func(FrameRecord)
+	Logger  *slog.Logger
+}
+
+// FrameRecord is what the sender knows of one frame it wrote.
+type FrameRecord struct {
+	ID           uint64
+	RTPTimestamp uint32
+	Size         media.Size
+	Key          bool
+	Bytes        int // encoded size (the write adds RTP and framing)
+	Capture      time.Time
+	EncodeStart  time.Time
+	EncodeEnd    time.Time
+	WriteStart   time.Time
+	WriteEnd     time.Time
+	LeftHost     time.Time // zero if unknown
+	Target       rate.Bitrate
+	DrainRate    rate.Bitrate
+	AppLimited   bool
+	Skipped      int // raw frames discarded unseen before this one
 }
 
 // Limits on what the sender keeps.
@@ -79,11 +102,18 @@ type Sender struct {
 	reportLim int             // counted drops of timings that could not be reported
 }
 
+// frameTiming is what the sender keeps of a frame until its send record
+// arrives.
 type frameTiming struct {
 	rtpTS            uint32
 	capture          time.Time
 	encStart, encEnd time.Time
 	bytes            int
+	size             media.Size
+	key              bool
+	target, drain    rate.Bitrate
+	appLimited       bool
+	skipped          int
 }
 
 // Status is a snapshot for a status line.
@@ -249,7 +279,10 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 		s.status.Keyframes++
 	}
 	pkts := s.controlLocked(now, inv)
-	s.trackLocked(id, frameTiming{rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data)})
+	s.trackLocked(id, frameTiming{
+		rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data),
+		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: skipped,
+	})
 	s.status.Frames++
 	s.status.Discarded += uint64(skipped)
 	s.status.Size = ef.Size
@@ -330,7 +363,7 @@ func (s *Sender) trackLocked(id uint64, ft frameTiming) {
 		old := id - maxPending
 		if ft, ok := s.pending[old]; ok {
 			delete(s.pending, old)
-			s.reportLocked(ft, transport.SendRecord{})
+			s.reportLocked(old, ft, transport.SendRecord{ID: old})
 		}
 	}
 }
@@ -345,10 +378,18 @@ func (s *Sender) Sent(rec transport.SendRecord) {
 		return
 	}
 	delete(s.pending, rec.ID)
-	s.reportLocked(ft, rec)
+	s.reportLocked(rec.ID, ft, rec)
 }
 
-func (s *Sender) reportLocked(ft frameTiming, rec transport.SendRecord) {
+func (s *Sender) reportLocked(id uint64, ft frameTiming, rec transport.SendRecord) {
+	if s.cfg.OnFrame != nil {
+		s.cfg.OnFrame(FrameRecord{
+			ID: id, RTPTimestamp: ft.rtpTS, Size: ft.size, Key: ft.key, Bytes: ft.bytes,
+			Capture: ft.capture, EncodeStart: ft.encStart, EncodeEnd: ft.encEnd,
+			WriteStart: rec.WriteStart, WriteEnd: rec.WriteEnd, LeftHost: rec.LeftHost,
+			Target: ft.target, DrainRate: ft.drain, AppLimited: ft.appLimited, Skipped: ft.skipped,
+		})
+	}
 	since := func(t time.Time) time.Duration {
 		if t.IsZero() {
 			return -1

@@ -40,6 +40,7 @@ type options struct {
 	maxRes    string
 	verbose   bool
 	status    bool
+	records   string
 }
 
 func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, error) {
@@ -60,6 +61,7 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 	fs.StringVar(&o.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.BoolVar(&o.status, "status", true, "print a live status line")
+	fs.StringVar(&o.records, "records", "", "write one JSON line per frame sent to this `file` (for experiments)")
 	if err := fs.Parse(args); err != nil {
 		return o, tcp.Config{}, media.Size{}, err
 	}
@@ -79,8 +81,8 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
 	}
 	maxRes, err := media.ParseSize(o.maxRes)
-	if err == nil && len(media.RungFor(maxRes)) == 0 {
-		err = fmt.Errorf("no rung at or below it")
+	if err == nil && !onLadder(maxRes) {
+		err = fmt.Errorf("not a rung of the ladder")
 	}
 	if err != nil {
 		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-max-res %q: %v (ladder: %s)", o.maxRes, err, ladderSizes())
@@ -120,6 +122,15 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 	return o, cfg, maxRes, nil
 }
 
+func onLadder(sz media.Size) bool {
+	for _, r := range media.Ladder {
+		if r.Size == sz {
+			return true
+		}
+	}
+	return false
+}
+
 func ladderSizes() string {
 	var s []string
 	for _, r := range media.Ladder {
@@ -147,8 +158,23 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	var rec *records
+	scfg := sender.Config{Name: o.name, MaxSize: maxRes, FPS: o.fps, Logger: log}
+	if o.records != "" {
+		if rec, err = openRecords(o.records); err != nil {
+			fmt.Fprintf(stderr, "sender: -records: %v\n", err)
+			return 1
+		}
+		scfg.OnFrame = rec.frame
+		defer func() {
+			if err := rec.close(); err != nil {
+				fmt.Fprintf(stderr, "sender: -records %s: %v\n", o.records, err)
+			}
+		}()
+	}
 	src := media.NewSource(media.SourceConfig{FPS: o.fps, Name: o.name})
-	s, err := sender.New(sender.Config{Source: src, Name: o.name, MaxSize: maxRes, FPS: o.fps, Logger: log})
+	scfg.Source = src
+	s, err := sender.New(scfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
 		return 1
@@ -168,7 +194,7 @@ func run(args []string, stderr io.Writer) int {
 	tcfg.OnSent = s.Sent
 	tcfg.Logger = log
 	log.Info("sending", "to", o.to, "name", o.name, "mode", tcfg.String(), "nodelay", !tcfg.Nagle, "fps", o.fps, "max-res", maxRes)
-	err = connectLoop(ctx, o.to, tcfg, s, log, st)
+	err = connectLoop(ctx, o.to, tcfg, s, log, st, rec)
 	close(done)
 	for _, w := range workers {
 		<-w
@@ -190,12 +216,12 @@ func goDone(f func()) <-chan struct{} {
 
 // connectLoop connects to the viewer and runs the sender on each connection,
 // reconnecting with exponential backoff until ctx is done.
-func connectLoop(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine) error {
+func connectLoop(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine, rec *records) error {
 	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
 	backoff := minBackoff
 	for ctx.Err() == nil {
 		start := time.Now()
-		err := runConn(ctx, addr, cfg, s, log, st)
+		err := runConn(ctx, addr, cfg, s, log, st, rec)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -216,7 +242,7 @@ func connectLoop(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sen
 
 // runConn runs one connection: the sender loop on this goroutine and a
 // reader of the viewer's feedback (keyframe requests) beside it.
-func runConn(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine) error {
+func runConn(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine, rec *records) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	conn, err := tcp.Dial(dctx, addr, cfg)
 	cancel()
@@ -253,6 +279,10 @@ func runConn(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender,
 		}
 	}()
 	err = s.Run(cctx, conn)
+	conn.Poll() // departures that arrived since the last write
+	if rec != nil {
+		rec.conn(conn.Stats())
+	}
 	conn.Close()
 	<-readerDone
 	if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {

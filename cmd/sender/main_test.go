@@ -1,0 +1,68 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"replenish/media"
+	"replenish/transport/tcp"
+)
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		mode    string // tcp.Config.String() wanted
+		nagle   bool
+		maxRes  media.Size
+		wantErr string
+	}{
+		{name: "defaults", args: nil, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "replenish time", args: []string{"-replenish", "40ms"}, mode: "replenish=40ms", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "lowat", args: []string{"-mode", "lowat", "-lowat", "15000"}, mode: "lowat=15000", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "default with Nagle", args: []string{"-mode", "default", "-nodelay=false"}, mode: "default+nagle", nagle: true, maxRes: media.Size{W: 1280, H: 720}},
+		{name: "full form", args: []string{"-mode", "replenish=5ms+nagle"}, mode: "replenish=5ms+nagle", nagle: true, maxRes: media.Size{W: 1280, H: 720}},
+		{name: "max res", args: []string{"-max-res", "640x360"}, mode: "replenish=15ms", maxRes: media.Size{W: 640, H: 360}},
+
+		{name: "lowat without bytes", args: []string{"-mode", "lowat"}, wantErr: "-lowat BYTES"},
+		{name: "lowat bytes without lowat mode", args: []string{"-lowat", "100"}, wantErr: "only to -mode lowat"},
+		{name: "negative replenish", args: []string{"-replenish", "-1ms"}, wantErr: "positive duration"},
+		{name: "unknown mode", args: []string{"-mode", "fast"}, wantErr: "-mode"},
+		{name: "full form and flag", args: []string{"-mode", "replenish=5ms", "-replenish", "9ms"}, wantErr: "already says"},
+		{name: "bad fps", args: []string{"-fps", "0"}, wantErr: "-fps"},
+		{name: "bad address", args: []string{"-to", "localhost"}, wantErr: "-to"},
+		{name: "bad size", args: []string{"-max-res", "big"}, wantErr: "-max-res"},
+		{name: "size below the ladder", args: []string{"-max-res", "80x46"}, wantErr: "-max-res"},
+		{name: "empty name", args: []string{"-name", ""}, wantErr: "-name"},
+		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, cfg, maxRes, err := parseFlags(tc.args, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.String() != tc.mode || cfg.Nagle != tc.nagle || maxRes != tc.maxRes {
+				t.Fatalf("got %s nagle=%v max %v; want %s nagle=%v max %v", cfg, cfg.Nagle, maxRes, tc.mode, tc.nagle, tc.maxRes)
+			}
+		})
+	}
+}
+
+func TestModeConfigMatchesParseMode(t *testing.T) {
+	_, cfg, _, err := parseFlags([]string{"-replenish", "20ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := tcp.ParseMode("replenish=20ms")
+	if cfg.Mode != want.Mode || cfg.ReplenishTime != 20*time.Millisecond {
+		t.Fatalf("got %+v, want %+v", cfg, want)
+	}
+}

@@ -1,0 +1,218 @@
+package sender
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pion/rtcp"
+
+	"replenish/framer"
+	"replenish/media"
+	"replenish/rate"
+	"replenish/transport"
+)
+
+// fakeTransport invites only when the test sends on invite, and keeps what
+// the sender writes.
+type fakeTransport struct {
+	invite chan transport.Invitation
+	writes []write
+}
+
+type write struct {
+	id   uint64
+	pkts [][]byte
+}
+
+func newFake() *fakeTransport { return &fakeTransport{invite: make(chan transport.Invitation)} }
+
+func (f *fakeTransport) Wait(ctx context.Context) (transport.Invitation, error) {
+	select {
+	case inv := <-f.invite:
+		inv.At = time.Now()
+		return inv, nil
+	case <-ctx.Done():
+		return transport.Invitation{}, ctx.Err()
+	}
+}
+
+func (f *fakeTransport) WriteFrame(id uint64, pkts [][]byte) error {
+	cp := make([][]byte, len(pkts))
+	for i, p := range pkts {
+		cp[i] = append([]byte(nil), p...)
+	}
+	f.writes = append(f.writes, write{id, cp})
+	return nil
+}
+
+// frames decodes the writes: each write's RTP packets give one frame, and
+// its RTCP packets are returned alongside.
+func (f *fakeTransport) frames(t *testing.T) ([]*framer.Frame, [][]rtcp.Packet) {
+	t.Helper()
+	asm := framer.NewAssembler(0)
+	var frames []*framer.Frame
+	var ctrl [][]rtcp.Packet
+	for _, w := range f.writes {
+		var c []rtcp.Packet
+		var got *framer.Frame
+		for _, p := range w.pkts {
+			if framer.IsRTCP(p) {
+				pk, err := framer.ParseControl(p)
+				if err != nil {
+					t.Fatalf("write %d: %v", w.id, err)
+				}
+				c = append(c, pk...)
+				continue
+			}
+			fr, err := asm.Push(p)
+			if err != nil {
+				t.Fatalf("write %d: %v", w.id, err)
+			}
+			if fr != nil {
+				got = fr
+			}
+		}
+		if got == nil {
+			t.Fatalf("write %d carries no complete frame", w.id)
+		}
+		frames = append(frames, got)
+		ctrl = append(ctrl, c)
+	}
+	return frames, ctrl
+}
+
+// bubble runs a source and a sender over a fake transport in a synctest
+// bubble, calls test, then stops both.
+func bubble(t *testing.T, cfg Config, test func(s *Sender, src *media.Source, f *fakeTransport)) {
+	synctest.Test(t, func(t *testing.T) {
+		src := media.NewSource(media.SourceConfig{Name: "test"})
+		cfg.Source = src
+		if cfg.MaxSize == (media.Size{}) {
+			cfg.MaxSize = media.Size{W: 320, H: 180}
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		f := newFake()
+		ctx, cancel := context.WithCancel(t.Context())
+		srcDone := make(chan error, 1)
+		runDone := make(chan error, 1)
+		go func() { srcDone <- src.Run(ctx) }()
+		go func() { runDone <- s.Run(ctx, f) }()
+		synctest.Wait()
+		test(s, src, f)
+		cancel()
+		if err := <-runDone; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+		<-srcDone
+	})
+}
+
+func TestNoInvitationNoEncode(t *testing.T) {
+	bubble(t, Config{}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := src.Stats()
+		if st.Rendered < 30 || st.Taken != 0 || len(f.writes) != 0 || s.Status().Frames != 0 {
+			t.Fatalf("without invitations: rendered %d, taken %d, written %d, encoded %d; want ~30 rendered and nothing else",
+				st.Rendered, st.Taken, len(f.writes), s.Status().Frames)
+		}
+	})
+}
+
+func TestFreshestFrameAndKeyframes(t *testing.T) {
+	bubble(t, Config{MinKeyframeGap: 500 * time.Millisecond}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		invite := func() time.Time {
+			f.invite <- transport.Invitation{DrainRate: 1 * rate.Mbps}
+			synctest.Wait()
+			return time.Now()
+		}
+		var invited []time.Time
+		// Frame 0 at once; frame 1 after 200 ms (six frames rendered
+		// unseen); then a keyframe request, honoured only 500 ms after
+		// the first keyframe; then one more.
+		invited = append(invited, invite())
+		time.Sleep(200 * time.Millisecond)
+		invited = append(invited, invite())
+		s.RequestKeyframe()
+		time.Sleep(100 * time.Millisecond)
+		invited = append(invited, invite()) // 300 ms after the first keyframe: deferred
+		time.Sleep(300 * time.Millisecond)
+		invited = append(invited, invite()) // 600 ms: now a keyframe
+		time.Sleep(100 * time.Millisecond)
+		invited = append(invited, invite())
+
+		frames, _ := f.frames(t)
+		if len(frames) != len(invited) {
+			t.Fatalf("%d frames for %d invitations", len(frames), len(invited))
+		}
+		wantKey := []bool{true, false, false, true, false}
+		for i, fr := range frames {
+			if fr.Key != wantKey[i] {
+				t.Errorf("frame %d: key %v, want %v", i, fr.Key, wantKey[i])
+			}
+			// The freshest frame: captured at the latest tick at or
+			// before the invitation, so less than one frame interval
+			// earlier.
+			if age := invited[i].Sub(fr.Capture); age < 0 || age >= time.Second/30 {
+				t.Errorf("frame %d: captured %v before its invitation, want the freshest (< 1/30 s)", i, age)
+			}
+		}
+		if st := s.Status(); st.Discarded < 6 {
+			t.Errorf("discarded %d raw frames, want at least 6 (never encoded)", st.Discarded)
+		}
+		if st := src.Stats(); st.Taken != uint64(len(invited)) {
+			t.Errorf("source handed out %d frames for %d invitations", st.Taken, len(invited))
+		}
+	})
+}
+
+func TestReportsNameAndTimings(t *testing.T) {
+	var got []FrameRecord
+	bubble(t, Config{Name: "cam-1", OnFrame: func(r FrameRecord) { got = append(got, r) }}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
+		synctest.Wait()
+		w := f.writes[0]
+		start := time.Now()
+		left := start.Add(3 * time.Millisecond)
+		s.Sent(transport.SendRecord{ID: w.id, Bytes: 1000, WriteStart: start, WriteEnd: start, LeftHost: left})
+		time.Sleep(time.Second / 30)
+		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
+		synctest.Wait()
+
+		frames, ctrl := f.frames(t)
+		if name, err := framer.StreamName(ctrl[0], s.SSRC()); err != nil || name != "cam-1" {
+			t.Errorf("first write: stream name %q, %v; want cam-1", name, err)
+		}
+		var rep *framer.SenderReport
+		for _, p := range ctrl[1] {
+			if app, ok := p.(*rtcp.ApplicationDefined); ok {
+				if rep, _ = framer.ParseSenderReport(app); rep != nil {
+					break
+				}
+			}
+		}
+		if rep == nil || len(rep.Frames) != 1 {
+			t.Fatalf("second write: report %+v, want one frame's timing", rep)
+		}
+		ft := rep.Frames[0]
+		if ft.RTPTimestamp != frames[0].Timestamp || !ft.Capture.Equal(frames[0].Capture) {
+			t.Errorf("timing for ts %d captured %v; want frame 0 (ts %d, %v)", ft.RTPTimestamp, ft.Capture, frames[0].Timestamp, frames[0].Capture)
+		}
+		if d := ft.LeftHost - ft.WriteStart; d != 3*time.Millisecond {
+			t.Errorf("reported source delay %v, want 3ms", d)
+		}
+		if len(got) != 1 || got[0].LeftHost.Sub(got[0].WriteStart) != 3*time.Millisecond || got[0].Size.W == 0 {
+			t.Errorf("OnFrame records %+v, want frame 0 with its 3 ms source delay", got)
+		}
+		if st := s.Status(); st.SourceDelayN != 1 || st.SourceDelayP50 != 3*time.Millisecond {
+			t.Errorf("status source delay %v over %d frames, want 3ms over 1", st.SourceDelayP50, st.SourceDelayN)
+		}
+	})
+}

@@ -1,0 +1,580 @@
+package viewer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"replenish/metrics"
+)
+
+// Page connection limits.
+const (
+	maxPageMessage   = 256 << 10 // bytes in one message from a page
+	maxReportFrames  = 1000      // frame entries in one report
+	maxFrameDuration = 60_000.0  // ms: a longer decode or draw time is malformed
+	pingInterval     = 15 * time.Second
+	pageReadTimeout  = 45 * time.Second // without any message or pong
+)
+
+// ErrBadPageMessage is the reason logged when a page sends a message the
+// viewer does not accept; the page is then disconnected.
+var ErrBadPageMessage = errors.New("viewer: malformed message from page")
+
+// outFrame is one frame on its way to pages; msg is shared, read-only.
+type outFrame struct {
+	seq    uint64 // orders frames across streams
+	stream uint32
+	key    bool
+	msg    []byte
+}
+
+// client is one connected page. Its writer goroutine sends everything; the
+// handler goroutine reads the page's messages.
+type client struct {
+	id     uint32
+	remote string
+	conn   *websocket.Conn
+	wake   chan struct{} // capacity 1: the writer has something to send
+	done   chan struct{} // closed by close
+	once   sync.Once
+	cause  error // why the viewer closed the connection; set in once
+
+	mu        sync.Mutex // guards following fields
+	hello     bool       // the hello message is still to be sent
+	listDirty bool       // the stream list is to be sent
+	streams   map[uint32]*clientStream
+}
+
+// clientStream is one page's view of one stream: its frame queue and the
+// results the page reported.
+type clientStream struct {
+	queue     []*outFrame // at most Config.ClientQueue
+	started   bool        // a keyframe has been queued since the page joined
+	skipToKey bool        // the queue overflowed: drop deltas until a keyframe
+
+	sent, dropped, displayed, misreads uint64
+	g2g, decode, draw, delivery        *metrics.Window // ms
+}
+
+func newClient(id uint32, remote string, conn *websocket.Conn) *client {
+	c := &client{
+		id:        id,
+		remote:    remote,
+		conn:      conn,
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		hello:     true,
+		listDirty: true,
+		streams:   make(map[uint32]*clientStream),
+	}
+	c.signal() // the hello and the stream list are due
+	return c
+}
+
+// closeWith ends the page's connection, recording why; only the first
+// call has an effect.
+func (c *client) closeWith(cause error) {
+	c.once.Do(func() {
+		c.cause = cause
+		close(c.done)
+		c.conn.Close()
+	})
+}
+
+func (c *client) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// streamLocked returns the page's state for stream id, creating it.
+func (c *client) streamLocked(id uint32, cfg *Config) *clientStream {
+	cs := c.streams[id]
+	if cs == nil {
+		w := func() *metrics.Window { return metrics.NewWindow(cfg.ReportWindow, cfg.ReportCap) }
+		cs = &clientStream{g2g: w(), decode: w(), draw: w(), delivery: w()}
+		c.streams[id] = cs
+	}
+	return cs
+}
+
+// offer queues f for the page and reports whether the stream's sender
+// should be asked for a keyframe. A page that has just joined gets frames
+// from the next keyframe on. A keyframe replaces whatever is still queued
+// (it does not depend on it). A delta frame that finds the queue full
+// drops the queue and itself, and the stream skips deltas until the next
+// keyframe; every such drop is counted.
+func (c *client) offer(f *outFrame, cfg *Config) (wantKey bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := c.streamLocked(f.stream, cfg)
+	switch {
+	case !cs.started && !f.key:
+		return true // nothing decodable yet; not a drop
+	case cs.skipToKey && !f.key:
+		cs.dropped++
+		return true
+	}
+	cs.started, cs.skipToKey = true, false
+	if f.key {
+		cs.dropped += uint64(len(cs.queue))
+		clear(cs.queue)
+		cs.queue = cs.queue[:0]
+	} else if len(cs.queue) >= cfg.ClientQueue {
+		cs.dropped += uint64(len(cs.queue)) + 1
+		clear(cs.queue)
+		cs.queue = cs.queue[:0]
+		cs.skipToKey = true
+		return true
+	}
+	cs.queue = append(cs.queue, f)
+	c.signal()
+	return false
+}
+
+// nextFrameLocked removes and returns the oldest queued frame of any
+// stream, or nil.
+func (c *client) nextFrameLocked() *outFrame {
+	var best *clientStream
+	for _, cs := range c.streams {
+		if len(cs.queue) > 0 && (best == nil || cs.queue[0].seq < best.queue[0].seq) {
+			best = cs
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	f := best.queue[0]
+	copy(best.queue, best.queue[1:])
+	best.queue[len(best.queue)-1] = nil
+	best.queue = best.queue[:len(best.queue)-1]
+	best.sent++
+	return f
+}
+
+// clientList returns the connected pages.
+func (s *Server) clientList() []*client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*client, 0, len(s.clients))
+	for c := range s.clients {
+		out = append(out, c)
+	}
+	return out
+}
+
+// streamsChanged tells every page to fetch the stream list again.
+func (s *Server) streamsChanged() {
+	for _, c := range s.clientList() {
+		c.mu.Lock()
+		c.listDirty = true
+		c.mu.Unlock()
+		c.signal()
+	}
+}
+
+// forgetStream drops a removed stream from every page.
+func (s *Server) forgetStream(id uint32) {
+	for _, c := range s.clientList() {
+		c.mu.Lock()
+		delete(c.streams, id)
+		c.mu.Unlock()
+	}
+}
+
+// serveWS upgrades a page's request to a WebSocket and serves it until it
+// ends.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	full := len(s.clients) >= s.cfg.MaxClients
+	s.mu.Unlock()
+	if full {
+		http.Error(w, "viewer: too many pages connected", http.StatusServiceUnavailable)
+		return
+	}
+	conn, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		s.log.Info("WebSocket upgrade failed", "remote", r.RemoteAddr, "err", err)
+		return // the upgrader has replied
+	}
+	s.mu.Lock()
+	if s.closing || len(s.clients) >= s.cfg.MaxClients {
+		s.mu.Unlock()
+		conn.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too many pages"), time.Now().Add(time.Second))
+		conn.Close()
+		return
+	}
+	s.nextClientID++
+	c := newClient(s.nextClientID, r.RemoteAddr, conn)
+	s.clients[c] = struct{}{}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	defer s.conns.Done()
+
+	log := s.log.With("page", c.id, "remote", c.remote)
+	log.Info("page connected")
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		if err := s.writePage(c); err != nil {
+			c.closeWith(fmt.Errorf("writing: %w", err))
+		}
+	})
+	err = s.readPage(c)
+	if errors.Is(err, ErrBadPageMessage) {
+		c.closeWith(err)
+	} else {
+		c.closeWith(fmt.Errorf("reading: %w", err))
+	}
+	writer.Wait()
+
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+	if err := c.cause; errors.Is(err, errShutdown) || isNormalClose(err) {
+		log.Info("page disconnected", "reason", err)
+	} else {
+		log.Warn("page dropped", "reason", err)
+	}
+}
+
+// isNormalClose reports whether err is, or wraps, a WebSocket close that a
+// page sends when it goes away on purpose.
+func isNormalClose(err error) bool {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Code {
+	case websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived:
+		return true
+	}
+	return false
+}
+
+// writePage sends the page its messages until the connection ends: the
+// hello, the stream list when it changes, frames, and pings. It returns
+// nil when the connection was closed by closeWith.
+func (s *Server) writePage(c *client) error {
+	ping := time.NewTicker(pingInterval)
+	defer ping.Stop()
+	sendPing := func() error {
+		return c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.cfg.WriteTimeout))
+	}
+	for {
+		select {
+		case <-c.done:
+			return nil
+		case <-ping.C:
+			if err := sendPing(); err != nil {
+				return err
+			}
+		case <-c.wake:
+		}
+		for {
+			typ, data, ok := s.nextPageMessage(c)
+			if !ok {
+				break
+			}
+			c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+			if err := c.conn.WriteMessage(typ, data); err != nil {
+				select {
+				case <-c.done:
+					return nil
+				default:
+					return err
+				}
+			}
+			select {
+			case <-ping.C: // a busy stream must not starve the pings
+				if err := sendPing(); err != nil {
+					return err
+				}
+			default:
+			}
+		}
+	}
+}
+
+// nextPageMessage returns the next message for the page: the hello, then a
+// stream list if one is due, then the oldest queued frame.
+func (s *Server) nextPageMessage(c *client) (int, []byte, bool) {
+	c.mu.Lock()
+	hello, list := c.hello, c.listDirty
+	c.hello = false
+	if !hello {
+		c.listDirty = false
+	}
+	var f *outFrame
+	if !hello && !list {
+		f = c.nextFrameLocked()
+	}
+	c.mu.Unlock()
+	switch {
+	case hello:
+		b, _ := json.Marshal(helloMessage{Type: "hello", Client: c.id, NowUS: s.now().UnixMicro()})
+		return websocket.TextMessage, b, true
+	case list:
+		b, _ := json.Marshal(streamsMessage{Type: "streams", Streams: s.streamList()})
+		return websocket.TextMessage, b, true
+	case f != nil:
+		return websocket.BinaryMessage, f.msg, true
+	}
+	return 0, nil, false
+}
+
+// Text messages to the page.
+type helloMessage struct {
+	Type   string `json:"type"` // "hello"
+	Client uint32 `json:"client"`
+	NowUS  int64  `json:"now_us"`
+}
+
+type streamsMessage struct {
+	Type    string       `json:"type"` // "streams"
+	Streams []streamInfo `json:"streams"`
+}
+
+type streamInfo struct {
+	ID        uint32 `json:"id"`
+	Name      string `json:"name"`
+	Remote    string `json:"remote"`
+	Connected bool   `json:"connected"`
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
+}
+
+func (s *Server) streamList() []streamInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]streamInfo, 0, len(s.streams))
+	for _, st := range s.streams {
+		st.mu.Lock()
+		out = append(out, streamInfo{
+			ID: st.id, Name: st.name, Remote: st.remote, Connected: st.conn != nil,
+			Width: st.width, Height: st.height,
+		})
+		st.mu.Unlock()
+	}
+	return out
+}
+
+// pageMessage is a text message from the page:
+//
+//	{"type":"keyframe","stream":ID}
+//	{"type":"report","frames":[{"stream":ID,"frame":N,"ok":true,
+//	  "capture_ms":T,"arrived_ms":T,"display_ms":T,"decode_ms":D,"draw_ms":D}, ...]}
+//
+// Times T are ms since the Unix epoch: capture_ms in the sender's clock as
+// read from the pixels (present when ok), arrived_ms (when the message
+// arrived) and display_ms (when the frame was drawn) in the viewer's clock
+// as the page estimates it. D are durations in ms: decode from submission
+// to the decoder's output, draw from that output to the pixels being read
+// back.
+type pageMessage struct {
+	Type   string        `json:"type"`
+	Stream uint32        `json:"stream"`
+	Frames []frameReport `json:"frames"`
+}
+
+type frameReport struct {
+	Stream  uint32   `json:"stream"`
+	Frame   uint32   `json:"frame"`
+	OK      bool     `json:"ok"`
+	Capture *float64 `json:"capture_ms"`
+	Arrived *float64 `json:"arrived_ms"`
+	Display *float64 `json:"display_ms"`
+	Decode  *float64 `json:"decode_ms"`
+	Draw    *float64 `json:"draw_ms"`
+}
+
+// readPage reads the page's messages until the connection ends or the page
+// sends something malformed (an error wrapping ErrBadPageMessage).
+func (s *Server) readPage(c *client) error {
+	c.conn.SetReadLimit(maxPageMessage)
+	extend := func() { c.conn.SetReadDeadline(time.Now().Add(pageReadTimeout)) }
+	extend()
+	c.conn.SetPongHandler(func(string) error { extend(); return nil })
+	for {
+		typ, data, err := c.conn.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				return fmt.Errorf("%w: larger than %d bytes", ErrBadPageMessage, maxPageMessage)
+			}
+			return err
+		}
+		extend()
+		if typ != websocket.TextMessage {
+			return fmt.Errorf("%w: binary message", ErrBadPageMessage)
+		}
+		if err := s.onPageMessage(c, data, s.now()); err != nil {
+			return err
+		}
+	}
+}
+
+// onPageMessage handles one text message from a page, received at now.
+func (s *Server) onPageMessage(c *client, data []byte, now time.Time) error {
+	var m pageMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPageMessage, err)
+	}
+	switch m.Type {
+	case "keyframe":
+		if m.Stream == 0 {
+			return fmt.Errorf("%w: keyframe request without a stream", ErrBadPageMessage)
+		}
+		if st := s.streamByID(m.Stream); st != nil {
+			s.requestKeyframe(st, now, "page")
+		}
+		return nil
+	case "report":
+		return s.onReport(c, m.Frames, now)
+	}
+	return fmt.Errorf("%w: unknown type %q", ErrBadPageMessage, m.Type)
+}
+
+// onReport checks a page's frame reports and adds them to its windows.
+func (s *Server) onReport(c *client, frames []frameReport, now time.Time) error {
+	if len(frames) > maxReportFrames {
+		return fmt.Errorf("%w: %d frames in one report, at most %d", ErrBadPageMessage, len(frames), maxReportFrames)
+	}
+	for i, f := range frames {
+		if err := f.check(); err != nil {
+			return fmt.Errorf("%w: frame %d: %w", ErrBadPageMessage, i, err)
+		}
+	}
+	// What the viewer knows of each stream reported on: its clock offset
+	// and when it received the frames.
+	type known struct {
+		offset   float64 // ms
+		received map[uint32]time.Time
+	}
+	streams := make(map[uint32]*known)
+	for _, f := range frames {
+		if _, ok := streams[f.Stream]; ok {
+			continue
+		}
+		st := s.streamByID(f.Stream)
+		if st == nil {
+			streams[f.Stream] = nil
+			continue
+		}
+		k := &known{received: make(map[uint32]time.Time)}
+		st.mu.Lock()
+		k.offset = ms(st.clockOffset)
+		for _, g := range frames {
+			if g.Stream == f.Stream {
+				if at, ok := st.receivedAtLocked(g.Frame); ok {
+					k.received[g.Frame] = at
+				}
+			}
+		}
+		st.mu.Unlock()
+		streams[f.Stream] = k
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range frames {
+		k := streams[f.Stream]
+		if k == nil {
+			continue // a stream that is gone
+		}
+		cs := c.streamLocked(f.Stream, &s.cfg)
+		cs.displayed++
+		if f.OK {
+			cs.g2g.Add(now, *f.Display-(*f.Capture+k.offset))
+		} else {
+			cs.misreads++
+		}
+		if f.Decode != nil {
+			cs.decode.Add(now, *f.Decode)
+		}
+		if f.Draw != nil {
+			cs.draw.Add(now, *f.Draw)
+		}
+		if at, ok := k.received[f.Frame]; ok && f.Arrived != nil {
+			cs.delivery.Add(now, *f.Arrived-float64(at.UnixMicro())/1000)
+		}
+	}
+	return nil
+}
+
+// check validates one frame report.
+func (f *frameReport) check() error {
+	if f.Stream == 0 {
+		return errors.New("no stream")
+	}
+	for _, t := range []struct {
+		name string
+		v    *float64
+	}{{"capture_ms", f.Capture}, {"arrived_ms", f.Arrived}, {"display_ms", f.Display}} {
+		if t.v != nil && !(*t.v > 0 && *t.v < math.MaxInt64/1e6) {
+			return fmt.Errorf("%s out of range", t.name)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    *float64
+	}{{"decode_ms", f.Decode}, {"draw_ms", f.Draw}} {
+		if d.v != nil && !(*d.v >= 0 && *d.v <= maxFrameDuration) {
+			return fmt.Errorf("%s out of range", d.name)
+		}
+	}
+	if f.Display == nil {
+		return errors.New("no display_ms")
+	}
+	if f.OK && f.Capture == nil {
+		return errors.New("ok without capture_ms")
+	}
+	return nil
+}
+
+// stats returns the page's numbers over the windows ending at now.
+func (c *client) stats(now time.Time) ClientStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := ClientStats{ID: c.id, Remote: c.remote, Streams: []ClientStreamStats{}}
+	var g2g, decode, draw []float64
+	ids := make([]uint32, 0, len(c.streams))
+	for id := range c.streams {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		st := c.streams[id]
+		g, d, w, dl := st.g2g.Values(now), st.decode.Values(now), st.draw.Values(now), st.delivery.Values(now)
+		g2g = append(g2g, g...)
+		decode = append(decode, d...)
+		draw = append(draw, w...)
+		cs.Streams = append(cs.Streams, ClientStreamStats{
+			Stream:            id,
+			FramesSent:        st.sent,
+			FramesDropped:     st.dropped,
+			FramesDisplayed:   st.displayed,
+			TimestampMisreads: st.misreads,
+			G2G:               latencyOf(g),
+			Decode:            quantilesOf(d),
+			Draw:              quantilesOf(w),
+			Delivery:          quantilesOf(dl),
+		})
+		cs.FramesSent += st.sent
+		cs.FramesDropped += st.dropped
+		cs.FramesDisplayed += st.displayed
+		cs.TimestampMisreads += st.misreads
+	}
+	cs.G2G = latencyOf(g2g)
+	cs.Decode = quantilesOf(decode)
+	cs.Draw = quantilesOf(draw)
+	return cs
+}

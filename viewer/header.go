@@ -1,0 +1,139 @@
+package viewer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Each frame goes to a page as one binary WebSocket message: a header
+// followed by the VP8 frame. The header, all big-endian:
+//
+//	off size
+//	  0  u8   version (1)
+//	  1  u8   flags: bit 0 keyframe; bit 1 clock offset known
+//	  2  u16  header length in bytes (48 in version 1); the VP8 frame
+//	          starts there, so later versions can append fields
+//	  4  u32  stream id
+//	  8  u32  frame id: counts the stream's frames from 0, across
+//	          reconnections
+//	 12  u32  RTP timestamp (90 kHz)
+//	 16  u16  width, pixels, from the stream's last keyframe (0 unknown)
+//	 18  u16  height, pixels (0 unknown)
+//	 20  u32  SSRC
+//	 24  i64  capture time, µs since the Unix epoch, sender's clock, from
+//	          abs-capture-time (0 unknown)
+//	 32  i64  received complete, µs since the Unix epoch, viewer's clock
+//	 40  i64  clock offset, µs: viewer's clock minus sender's, as the
+//	          sender last reported it (0 unknown)
+const (
+	// FrameHeaderVersion is the header layout this package writes.
+	FrameHeaderVersion = 1
+	// FrameHeaderSize is the size of a version 1 header in bytes.
+	FrameHeaderSize = 48
+
+	flagKey         = 1 << 0
+	flagOffsetKnown = 1 << 1
+)
+
+// ErrBadHeader is returned by ParseFrameHeader for a message that does not
+// start with a valid header.
+var ErrBadHeader = errors.New("viewer: malformed frame header")
+
+// FrameHeader describes one frame sent to pages. See the layout above.
+type FrameHeader struct {
+	Stream       uint32
+	Frame        uint32
+	Key          bool
+	RTPTimestamp uint32
+	Width        int // pixels; 0 if unknown
+	Height       int // pixels; 0 if unknown
+	SSRC         uint32
+	Capture      time.Time     // sender's clock; zero if unknown
+	Received     time.Time     // viewer's clock
+	ClockOffset  time.Duration // viewer's clock minus sender's
+	OffsetKnown  bool          // a sender report has given ClockOffset
+}
+
+// Append appends the header's wire form to b. Sizes that do not fit 16
+// bits are written as 0 (unknown).
+func (h FrameHeader) Append(b []byte) []byte {
+	var flags byte
+	if h.Key {
+		flags |= flagKey
+	}
+	if h.OffsetKnown {
+		flags |= flagOffsetKnown
+	}
+	b = append(b, FrameHeaderVersion, flags)
+	b = binary.BigEndian.AppendUint16(b, FrameHeaderSize)
+	b = binary.BigEndian.AppendUint32(b, h.Stream)
+	b = binary.BigEndian.AppendUint32(b, h.Frame)
+	b = binary.BigEndian.AppendUint32(b, h.RTPTimestamp)
+	b = binary.BigEndian.AppendUint16(b, dim16(h.Width))
+	b = binary.BigEndian.AppendUint16(b, dim16(h.Height))
+	b = binary.BigEndian.AppendUint32(b, h.SSRC)
+	b = binary.BigEndian.AppendUint64(b, uint64(unixMicro(h.Capture)))
+	b = binary.BigEndian.AppendUint64(b, uint64(unixMicro(h.Received)))
+	return binary.BigEndian.AppendUint64(b, uint64(h.ClockOffset.Microseconds()))
+}
+
+// ParseFrameHeader reads the header at the start of a frame message and
+// returns it with the VP8 frame that follows. It returns an error wrapping
+// ErrBadHeader for a short message, an unknown version, a header length
+// or a clock offset out of range.
+func ParseFrameHeader(msg []byte) (FrameHeader, []byte, error) {
+	if len(msg) < FrameHeaderSize {
+		return FrameHeader{}, nil, fmt.Errorf("%w: %d bytes", ErrBadHeader, len(msg))
+	}
+	if msg[0] != FrameHeaderVersion {
+		return FrameHeader{}, nil, fmt.Errorf("%w: version %d", ErrBadHeader, msg[0])
+	}
+	n := int(binary.BigEndian.Uint16(msg[2:]))
+	if n < FrameHeaderSize || n > len(msg) {
+		return FrameHeader{}, nil, fmt.Errorf("%w: header length %d in a %d-byte message", ErrBadHeader, n, len(msg))
+	}
+	offset := int64(binary.BigEndian.Uint64(msg[40:]))
+	if offset > math.MaxInt64/int64(time.Microsecond) || offset < math.MinInt64/int64(time.Microsecond) {
+		return FrameHeader{}, nil, fmt.Errorf("%w: clock offset of %d µs", ErrBadHeader, offset)
+	}
+	h := FrameHeader{
+		Key:          msg[1]&flagKey != 0,
+		OffsetKnown:  msg[1]&flagOffsetKnown != 0,
+		Stream:       binary.BigEndian.Uint32(msg[4:]),
+		Frame:        binary.BigEndian.Uint32(msg[8:]),
+		RTPTimestamp: binary.BigEndian.Uint32(msg[12:]),
+		Width:        int(binary.BigEndian.Uint16(msg[16:])),
+		Height:       int(binary.BigEndian.Uint16(msg[18:])),
+		SSRC:         binary.BigEndian.Uint32(msg[20:]),
+		Capture:      fromUnixMicro(int64(binary.BigEndian.Uint64(msg[24:]))),
+		Received:     fromUnixMicro(int64(binary.BigEndian.Uint64(msg[32:]))),
+		ClockOffset:  time.Duration(offset) * time.Microsecond,
+	}
+	return h, msg[n:], nil
+}
+
+func dim16(v int) uint16 {
+	if v < 0 || v > 0xFFFF {
+		return 0
+	}
+	return uint16(v)
+}
+
+// unixMicro returns t in µs since the Unix epoch, and 0 for the zero Time.
+func unixMicro(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// fromUnixMicro is the inverse of unixMicro.
+func fromUnixMicro(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us)
+}

@@ -1,0 +1,387 @@
+package viewer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"replenish/framer"
+)
+
+// waitLimit bounds every wait for a condition in these tests. It is a
+// deadlock guard, not a performance threshold.
+const waitLimit = 15 * time.Second
+
+// testServer is a viewer running on loopback ports for one test.
+type testServer struct {
+	*Server
+	media, http string // host:port
+	cancel      context.CancelFunc
+	done        chan error
+	stopOnce    sync.Once
+}
+
+// startServer starts a viewer on 127.0.0.1:0 ports; edit adjusts the
+// configuration. The server stops, and Run must return nil, at cleanup.
+func startServer(t *testing.T, edit func(*Config)) *testServer {
+	t.Helper()
+	return startServerWith(t, edit, nil)
+}
+
+// startServerWith is startServer with a hook to adjust the Server (its
+// clock) before Run.
+func startServerWith(t *testing.T, edit func(*Config), prep func(*Server)) *testServer {
+	t.Helper()
+	cfg := Config{Listen: "127.0.0.1:0", HTTP: "127.0.0.1:0", Logger: testLogger(t)}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if prep != nil {
+		prep(s)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ts := &testServer{Server: s, cancel: cancel, done: make(chan error, 1)}
+	go func() { ts.done <- s.Run(ctx) }()
+	select {
+	case <-s.Ready():
+	case err := <-ts.done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(waitLimit):
+		t.Fatal("viewer did not start listening")
+	}
+	m, h := s.Addrs()
+	ts.media, ts.http = m.String(), h.String()
+	t.Cleanup(func() { ts.stop(t) })
+	return ts
+}
+
+// stop cancels Run and checks that it returns nil; only the first call
+// does anything.
+func (ts *testServer) stop(t *testing.T) {
+	t.Helper()
+	ts.stopOnce.Do(func() {
+		ts.cancel()
+		select {
+		case err := <-ts.done:
+			if err != nil {
+				t.Errorf("Run returned %v, want nil", err)
+			}
+		case <-time.After(waitLimit):
+			t.Error("Run did not return after cancel")
+		}
+	})
+}
+
+// url returns the viewer's URL for path.
+func (ts *testServer) url(path string) string { return "http://" + ts.http + path }
+
+// stats fetches /api/stats.
+func (ts *testServer) stats(t *testing.T) Stats {
+	t.Helper()
+	resp, err := http.Get(ts.url("/api/stats"))
+	if err != nil {
+		t.Fatalf("GET /api/stats: %v", err)
+	}
+	defer resp.Body.Close()
+	var st Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("decoding stats: %v", err)
+	}
+	return st
+}
+
+func (st Stats) stream(name string) (StreamStats, bool) {
+	for _, s := range st.Streams {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StreamStats{}, false
+}
+
+// eventually polls cond until it holds, failing the test after waitLimit.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testLogger sends the viewer's logs to the test's output.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// fakeVP8 returns a minimal frame that parses as VP8: a frame tag with an
+// empty first partition and, for a keyframe, the start code and size;
+// padded to size bytes.
+func fakeVP8(key bool, w, h, size int) []byte {
+	b := make([]byte, max(size, 10))
+	if key {
+		b[0] = 0x10 // keyframe, version 0, shown, empty first partition
+		b[3], b[4], b[5] = 0x9d, 0x01, 0x2a
+		b[6], b[7] = byte(w), byte(w>>8)
+		b[8], b[9] = byte(h), byte(h>>8)
+	} else {
+		b[0] = 0x11 // interframe, shown
+	}
+	for i := 10; i < len(b); i++ {
+		b[i] = byte(i)
+	}
+	return b
+}
+
+// fakeSender is a sender built from framer: it packetizes frames, frames
+// them for TCP and counts the keyframe requests it receives.
+type fakeSender struct {
+	t    *testing.T
+	conn net.Conn
+	ssrc uint32
+	pk   *framer.Packetizer
+
+	wmu sync.Mutex // serializes writes
+
+	plis    atomic.Int64 // PLIs received for ssrc
+	wantKey atomic.Bool  // a PLI arrived since the last keyframe
+	readErr chan error   // closed when the feedback reader stops
+}
+
+func dialSender(t *testing.T, addr, name string) *fakeSender {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	fs := &fakeSender{t: t, conn: conn, ssrc: uint32(time.Now().UnixNano()), readErr: make(chan error, 1)}
+	fs.pk = framer.NewPacketizer(framer.PacketizerConfig{SSRC: fs.ssrc})
+	go fs.readFeedback()
+	t.Cleanup(func() { conn.Close() })
+	if name != "" {
+		fs.sendSDES(name)
+	}
+	return fs
+}
+
+func (fs *fakeSender) readFeedback() {
+	r := framer.NewReader(fs.conn)
+	for {
+		pkt, err := r.ReadPacket()
+		if err != nil {
+			fs.readErr <- err
+			close(fs.readErr)
+			return
+		}
+		pkts, err := framer.ParseControl(pkt)
+		if err != nil {
+			fs.readErr <- fmt.Errorf("bad feedback: %w", err)
+			close(fs.readErr)
+			return
+		}
+		if framer.WantsKeyframe(pkts, fs.ssrc) {
+			fs.plis.Add(1)
+			fs.wantKey.Store(true)
+		}
+	}
+}
+
+// closedByViewer waits until the viewer closes the connection.
+func (fs *fakeSender) closedByViewer(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-fs.readErr:
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isReset(err) {
+			t.Logf("sender connection ended with %v", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("viewer did not close the sender's connection")
+	}
+}
+
+func isReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op)
+}
+
+func (fs *fakeSender) write(pkts ...[]byte) error {
+	var buf []byte
+	for _, p := range pkts {
+		var err error
+		if buf, err = framer.AppendFramed(buf, p); err != nil {
+			return err
+		}
+	}
+	fs.wmu.Lock()
+	defer fs.wmu.Unlock()
+	_, err := fs.conn.Write(buf)
+	return err
+}
+
+// writeRaw writes bytes as they are.
+func (fs *fakeSender) writeRaw(b []byte) error {
+	fs.wmu.Lock()
+	defer fs.wmu.Unlock()
+	_, err := fs.conn.Write(b)
+	return err
+}
+
+func (fs *fakeSender) sendSDES(name string) {
+	fs.t.Helper()
+	p, err := framer.MarshalSDES(fs.ssrc, "test@replenish", name)
+	if err != nil {
+		fs.t.Fatalf("MarshalSDES: %v", err)
+	}
+	if err := fs.write(p); err != nil {
+		fs.t.Fatalf("sending SDES: %v", err)
+	}
+}
+
+// sendFrame sends one VP8 frame captured at capture and returns its RTP
+// timestamp.
+func (fs *fakeSender) sendFrame(frame []byte, capture time.Time) (uint32, error) {
+	pkts, ts, err := fs.pk.Packetize(frame, capture)
+	if err != nil {
+		return 0, err
+	}
+	return ts, fs.write(pkts...)
+}
+
+func (fs *fakeSender) sendReport(r framer.SenderReport) {
+	fs.t.Helper()
+	p, err := r.Marshal(fs.ssrc)
+	if err != nil {
+		fs.t.Fatalf("marshalling report: %v", err)
+	}
+	if err := fs.write(p); err != nil {
+		fs.t.Fatalf("sending report: %v", err)
+	}
+}
+
+// stream sends frames every interval until ctx is done: a keyframe first
+// and whenever a PLI arrived, deltas otherwise. It returns how many it
+// sent.
+func (fs *fakeSender) stream(ctx context.Context, interval time.Duration, size int) int {
+	n := 0
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		key := n == 0 || fs.wantKey.Swap(false)
+		if _, err := fs.sendFrame(fakeVP8(key, 320, 180, size), time.Now()); err != nil {
+			return n
+		}
+		n++
+		select {
+		case <-ctx.Done():
+			return n
+		case <-tick.C:
+		}
+	}
+}
+
+// page is a WebSocket client standing in for the browser page.
+type page struct {
+	conn *websocket.Conn
+}
+
+func dialPage(t *testing.T, ts *testServer, hdr http.Header, edit func(*websocket.Dialer)) (*page, *http.Response, error) {
+	t.Helper()
+	d := websocket.Dialer{HandshakeTimeout: waitLimit}
+	if edit != nil {
+		edit(&d)
+	}
+	u := url.URL{Scheme: "ws", Host: ts.http, Path: "/ws"}
+	conn, resp, err := d.Dial(u.String(), hdr)
+	if err != nil {
+		return nil, resp, err
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &page{conn: conn}, resp, nil
+}
+
+func mustDialPage(t *testing.T, ts *testServer) *page {
+	t.Helper()
+	p, _, err := dialPage(t, ts, nil, nil)
+	if err != nil {
+		t.Fatalf("dialing /ws: %v", err)
+	}
+	return p
+}
+
+// next reads the next message, failing the test on error.
+func (p *page) next(t *testing.T) (int, []byte) {
+	t.Helper()
+	p.conn.SetReadDeadline(time.Now().Add(waitLimit))
+	typ, data, err := p.conn.ReadMessage()
+	if err != nil {
+		t.Fatalf("page read: %v", err)
+	}
+	return typ, data
+}
+
+// nextFrame reads messages until a frame arrives and returns its header.
+func (p *page) nextFrame(t *testing.T) (FrameHeader, []byte) {
+	t.Helper()
+	for {
+		typ, data := p.next(t)
+		if typ != websocket.BinaryMessage {
+			continue
+		}
+		h, vp8, err := ParseFrameHeader(data)
+		if err != nil {
+			t.Fatalf("frame header: %v", err)
+		}
+		return h, vp8
+	}
+}
+
+// hello reads the hello message and returns the page's client id.
+func (p *page) hello(t *testing.T) uint32 {
+	t.Helper()
+	typ, data := p.next(t)
+	var m helloMessage
+	if typ != websocket.TextMessage || json.Unmarshal(data, &m) != nil || m.Type != "hello" {
+		t.Fatalf("first message %q, want hello", data)
+	}
+	return m.Client
+}
+
+func (p *page) sendJSON(t *testing.T, v any) {
+	t.Helper()
+	if err := p.conn.WriteJSON(v); err != nil {
+		t.Fatalf("page write: %v", err)
+	}
+}
+
+// closed waits until the viewer closes the page's connection.
+func (p *page) closed(t *testing.T) {
+	t.Helper()
+	p.conn.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		if _, _, err := p.conn.ReadMessage(); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("viewer did not close the page")
+			}
+			return
+		}
+	}
+}

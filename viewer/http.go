@@ -1,0 +1,122 @@
+package viewer
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// TokenCookie is the cookie that carries the token once a request has
+// presented it as ?token=.
+const TokenCookie = "replenish_token"
+
+// Handler returns the viewer's HTTP handler: the page at /, the WebSocket
+// at /ws, GET /api/stats (see Stats) and GET /api/time ({"now_us": viewer
+// clock in µs since the Unix epoch}). Every request passes the token and
+// host checks described on Config.Token. Run serves it; it is exported for
+// embedding the viewer in another server.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	files := http.FileServerFS(s.page)
+	mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	}))
+	mux.HandleFunc("GET /ws", s.serveWS)
+	mux.HandleFunc("GET /api/stats", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, s.Stats())
+	})
+	mux.HandleFunc("GET /api/time", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, struct {
+			NowUS int64 `json:"now_us"`
+		}{s.now().UnixMicro()})
+	})
+	return s.guard(mux)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+// guard checks every request: with a token, that it carries the token
+// (query or cookie; constant-time comparison); without one, that it names
+// a loopback host, so that a page elsewhere cannot reach the viewer by
+// rebinding its own host name to 127.0.0.1. It also sets headers that keep
+// the page self-contained.
+func (s *Server) guard(next http.Handler) http.Handler {
+	var want [sha256.Size]byte
+	if s.cfg.Token != "" {
+		want = sha256.Sum256([]byte(s.cfg.Token))
+	}
+	equal := func(got string) bool {
+		h := sha256.Sum256([]byte(got))
+		return subtle.ConstantTimeCompare(h[:], want[:]) == 1
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token == "" {
+			if !isLoopbackHost(hostOnly(r.Host)) {
+				http.Error(w, "viewer: without a token, use a loopback address (such as 127.0.0.1) in the URL", http.StatusForbidden)
+				return
+			}
+		} else {
+			ok := false
+			if q := r.URL.Query().Get("token"); q != "" {
+				if ok = equal(q); ok {
+					http.SetCookie(w, &http.Cookie{
+						Name: TokenCookie, Value: q, Path: "/", HttpOnly: true,
+						Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+					})
+				}
+			} else if c, err := r.Cookie(TokenCookie); err == nil {
+				ok = equal(c.Value)
+			}
+			if !ok {
+				http.Error(w, "viewer: missing or wrong token (open the page with ?token=...)", http.StatusUnauthorized)
+				return
+			}
+		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin accepts a WebSocket from the page's own host, from the
+// configured extra origins, and from clients that send no Origin (not
+// browsers; they still pass the token check).
+func (s *Server) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, o := range s.cfg.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
+		}
+	}
+	s.log.Info("WebSocket origin refused", "origin", origin, "host", r.Host)
+	return false
+}
+
+// hostOnly returns host without its port and brackets.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}

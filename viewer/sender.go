@@ -1,0 +1,396 @@
+package viewer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/rtcp"
+
+	"replenish/framer"
+)
+
+// Reasons a sender connection ends, wrapped in the logged error.
+var (
+	errTooManyStreams = errors.New("viewer: too many streams")
+	errStalled        = errors.New("viewer: sender stalled")
+	errReplaced       = errors.New("viewer: another connection took over the stream")
+	errShutdown       = errors.New("viewer: shutting down")
+)
+
+// senderConn is one TCP connection from a sender. Its reader goroutine
+// owns the framing and assembly state; its feedback goroutine writes RTCP.
+type senderConn struct {
+	conn    net.Conn
+	remote  string
+	pli     chan struct{} // capacity 1: a keyframe request is pending
+	done    chan struct{} // closed when the reader has stopped
+	ssrc    atomic.Uint32 // media SSRC of the last frame
+	hasSSRC atomic.Bool
+	cause   atomic.Pointer[error] // why another goroutine closed conn
+}
+
+// closeWith closes the connection, recording why for the reader's log.
+func (sc *senderConn) closeWith(err error) {
+	sc.cause.CompareAndSwap(nil, &err)
+	sc.conn.Close()
+}
+
+// acceptSenders accepts sender connections until ctx is done or the
+// listener fails.
+func (s *Server) acceptSenders(ctx context.Context, ln net.Listener) error {
+	backoff := 5 * time.Millisecond
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) || isTemporary(err) {
+				s.log.Warn("accepting a sender", "err", err, "retry_in", backoff)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			return fmt.Errorf("viewer: accepting senders: %w", err)
+		}
+		backoff = 5 * time.Millisecond
+		if !s.track() {
+			conn.Close()
+			return nil
+		}
+		go func() {
+			defer s.conns.Done()
+			s.serveSender(ctx, conn)
+		}()
+	}
+}
+
+// isTemporary reports whether an accept error is worth retrying (such as
+// running out of file descriptors).
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// serveSender runs one sender connection until it ends, and logs why.
+func (s *Server) serveSender(ctx context.Context, conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetNoDelay(true) // feedback is small and urgent
+	}
+	sc := &senderConn{
+		conn:   conn,
+		remote: conn.RemoteAddr().String(),
+		pli:    make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	log := s.log.With("sender", sc.remote)
+	st, err := s.attachNew(sc)
+	if err != nil {
+		log.Warn("sender refused", "err", err)
+		conn.Close()
+		return
+	}
+	log.Info("sender connected", "stream", st.id)
+	stop := context.AfterFunc(ctx, func() { sc.closeWith(errShutdown) })
+	defer stop()
+
+	var feedback sync.WaitGroup
+	feedback.Go(func() { s.writeFeedback(sc) })
+	err = s.readSender(sc, st)
+	close(sc.done)
+	conn.Close()
+	feedback.Wait()
+	if c := sc.cause.Load(); c != nil {
+		err = *c
+	}
+	s.detach(sc, st)
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, errShutdown):
+		log.Info("sender disconnected", "stream", st.id, "name", st.nameSnapshot(), "reason", err)
+	default:
+		log.Warn("sender dropped", "stream", st.id, "name", st.nameSnapshot(), "reason", err)
+	}
+}
+
+// readSender reads packets from sc until it fails, and returns why.
+func (s *Server) readSender(sc *senderConn, st *stream) error {
+	r := framer.NewReader(sc.conn)
+	asm := framer.NewAssembler(s.cfg.MaxFrameSize)
+	var dropped uint64
+	for {
+		if err := sc.conn.SetReadDeadline(time.Now().Add(s.cfg.StallTimeout)); err != nil {
+			return err
+		}
+		pkt, err := r.ReadPacket()
+		now := s.now()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return fmt.Errorf("%w: nothing for %v", errStalled, s.cfg.StallTimeout)
+			}
+			if errors.Is(err, framer.ErrEmptyPacket) {
+				return fmt.Errorf("framing: %w", err)
+			}
+			return err
+		}
+		if framer.IsRTCP(pkt) {
+			if st, err = s.onControl(sc, st, pkt, now); err != nil {
+				return err
+			}
+			continue
+		}
+		f, err := asm.Push(pkt)
+		if d := asm.Stats().Dropped; d != dropped {
+			st.mu.Lock()
+			st.droppedPartial += d - dropped
+			st.mu.Unlock()
+			dropped = d
+		}
+		if err != nil {
+			return fmt.Errorf("RTP: %w", err)
+		}
+		if f != nil {
+			sc.ssrc.Store(f.SSRC)
+			sc.hasSSRC.Store(true)
+			s.onFrame(st, f, now)
+		}
+	}
+}
+
+// onControl handles one RTCP packet from a sender: the stream's name
+// (SDES) and the sender's timing reports (APP "RPLN"). It returns the
+// stream the connection now belongs to, which a name can change.
+func (s *Server) onControl(sc *senderConn, st *stream, pkt []byte, now time.Time) (*stream, error) {
+	pkts, err := framer.ParseControl(pkt)
+	if err != nil {
+		return st, err
+	}
+	for _, p := range pkts {
+		switch p := p.(type) {
+		case *rtcp.SourceDescription:
+			for _, c := range p.Chunks {
+				name, err := framer.StreamName(pkts, c.Source)
+				if errors.Is(err, framer.ErrNoStreamName) {
+					continue
+				}
+				if err != nil {
+					return st, err
+				}
+				st = s.nameStream(sc, st, name, now)
+				break
+			}
+		case *rtcp.ApplicationDefined:
+			r, err := framer.ParseSenderReport(p)
+			if errors.Is(err, framer.ErrNotSenderReport) {
+				continue
+			}
+			if err != nil {
+				return st, err
+			}
+			st.mu.Lock()
+			st.reportLocked(r, now)
+			st.mu.Unlock()
+		}
+	}
+	return st, nil
+}
+
+// writeFeedback sends keyframe requests to the sender until sc's reader
+// stops. A write that fails or times out closes the connection.
+func (s *Server) writeFeedback(sc *senderConn) {
+	var buf []byte
+	for {
+		select {
+		case <-sc.done:
+			return
+		case <-sc.pli:
+		}
+		if !sc.hasSSRC.Load() {
+			continue
+		}
+		buf, _ = framer.AppendFramed(buf[:0], framer.MarshalPLI(s.ssrc, sc.ssrc.Load()))
+		sc.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if _, err := sc.conn.Write(buf); err != nil {
+			sc.closeWith(fmt.Errorf("writing keyframe request: %w", err))
+			return
+		}
+	}
+}
+
+// attachNew creates the stream for a new connection, named after its
+// remote address until the sender names it. At the stream cap it evicts
+// the stream that disconnected longest ago, or refuses the connection.
+func (s *Server) attachNew(sc *senderConn) (*stream, error) {
+	s.mu.Lock()
+	var evicted *stream
+	if len(s.streams) >= s.cfg.MaxStreams {
+		for _, st := range s.streams {
+			st.mu.Lock()
+			if st.conn == nil && (evicted == nil || st.disconnectedAt.Before(evicted.disconnectedAt)) {
+				evicted = st
+			}
+			st.mu.Unlock()
+		}
+		if evicted == nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: %d connected", errTooManyStreams, s.cfg.MaxStreams)
+		}
+		s.removeStreamLocked(evicted)
+	}
+	s.nextStreamID++
+	st := newStream(s.nextStreamID, sc.remote, sc.remote, &s.cfg)
+	st.conn = sc
+	s.streams = append(s.streams, st)
+	s.mu.Unlock()
+	if evicted != nil {
+		s.log.Info("stream evicted", "stream", evicted.id, "name", evicted.nameSnapshot())
+		s.forgetStream(evicted.id)
+	}
+	s.streamsChanged()
+	return st, nil
+}
+
+// nameStream gives sc's stream the sender's name. If another stream has
+// that name, the connection joins it (a reconnecting sender keeps its
+// stream and id; a connection still on it is closed) and sc's unnamed
+// stream is removed. It returns sc's stream afterwards.
+func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.Time) *stream {
+	s.mu.Lock()
+	cur.mu.Lock()
+	mine := cur.conn == sc
+	same := cur.named && cur.name == name
+	cur.mu.Unlock()
+	if !mine || same {
+		// Unchanged, or another connection has taken the stream over and
+		// this one is closing.
+		s.mu.Unlock()
+		return cur
+	}
+	var other *stream
+	for _, st := range s.streams {
+		st.mu.Lock()
+		match := st != cur && st.name == name
+		st.mu.Unlock()
+		if match {
+			other = st
+			break
+		}
+	}
+	var removed *stream
+	var replaced *senderConn
+	if other == nil {
+		cur.mu.Lock()
+		cur.name, cur.named = name, true
+		cur.mu.Unlock()
+	} else {
+		other.mu.Lock()
+		replaced = other.conn
+		other.conn = sc
+		other.remote = sc.remote
+		other.firstFrame = time.Time{}
+		other.mu.Unlock()
+		cur.mu.Lock()
+		cur.conn = nil
+		cur.disconnectedAt = now
+		named := cur.named
+		cur.mu.Unlock()
+		if !named {
+			s.removeStreamLocked(cur)
+			removed = cur
+		}
+		cur = other
+	}
+	s.mu.Unlock()
+	if replaced != nil {
+		s.log.Warn("stream taken over by a new connection", "stream", other.id, "name", name, "old", replaced.remote, "new", sc.remote)
+		replaced.closeWith(errReplaced)
+	}
+	if removed != nil {
+		s.forgetStream(removed.id)
+	}
+	s.log.Info("stream named", "stream", cur.id, "name", name, "sender", sc.remote)
+	s.streamsChanged()
+	return cur
+}
+
+// detach marks st disconnected, unless another connection has taken it
+// over.
+func (s *Server) detach(sc *senderConn, st *stream) {
+	st.mu.Lock()
+	if st.conn == sc {
+		st.conn = nil
+		st.disconnectedAt = s.now()
+		st.firstFrame = time.Time{}
+	}
+	st.mu.Unlock()
+	s.streamsChanged()
+}
+
+// removeStreamLocked drops st from the stream list. s.mu must be held.
+func (s *Server) removeStreamLocked(st *stream) {
+	s.streams = slices.DeleteFunc(s.streams, func(x *stream) bool { return x == st })
+}
+
+// streamByID returns the stream with id, or nil.
+func (s *Server) streamByID(id uint32) *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.streams {
+		if st.id == id {
+			return st
+		}
+	}
+	return nil
+}
+
+// onFrame records a complete frame and offers it to every page.
+func (s *Server) onFrame(st *stream, f *framer.Frame, now time.Time) {
+	st.mu.Lock()
+	h := st.frameLocked(f, now)
+	st.mu.Unlock()
+	msg := make([]byte, 0, FrameHeaderSize+len(f.Data))
+	msg = append(h.Append(msg), f.Data...)
+	out := &outFrame{seq: s.seq.Add(1), stream: st.id, key: f.Key, msg: msg}
+	for _, c := range s.clientList() {
+		if c.offer(out, &s.cfg) {
+			s.requestKeyframe(st, now, "page queue")
+		}
+	}
+}
+
+// requestKeyframe asks st's sender for a keyframe, at most once per
+// KeyframeInterval. It reports whether a request went out.
+func (s *Server) requestKeyframe(st *stream, now time.Time, why string) bool {
+	st.mu.Lock()
+	sc := st.conn
+	if sc == nil || !st.haveSSRC || !st.keyLimiter.allow(now) {
+		st.mu.Unlock()
+		return false
+	}
+	st.keyframeRequests++
+	st.mu.Unlock()
+	select {
+	case sc.pli <- struct{}{}:
+	default:
+	}
+	s.log.Debug("keyframe requested", "stream", st.id, "why", why)
+	return true
+}
+
+func (st *stream) nameSnapshot() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.name
+}

@@ -1,0 +1,244 @@
+package viewer
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"replenish/metrics"
+	"replenish/rate"
+)
+
+// Stats is the viewer's state as GET /api/stats returns it. The JSON
+// schema (times and durations in ms, rates in bits per second, percentiles
+// by nearest rank over the report window, null when there are no samples):
+//
+//	{
+//	  "now_ms": viewer clock, ms since the Unix epoch,
+//	  "streams": [{                   one per sender stream, by id
+//	    "id", "name", "remote",       name from the sender's SDES (until then
+//	                                  its address); remote = its address
+//	    "connected": bool,
+//	    "frames_received", "bytes",   totals over the stream's life
+//	    "bitrate_bps", "fps",         over the last RateWindow (2 s)
+//	    "width", "height",            from the last keyframe (0 unknown)
+//	    "keyframes",                  keyframes received
+//	    "keyframe_requests",          PLIs sent to the sender
+//	    "clock_offset_ms",            viewer clock minus sender clock, as the
+//	                                  sender reports it; null before a report
+//	    "dropped_partial_frames",     incomplete frames the assembler discarded
+//	    "capture_to_received_ms": {"p50","p95","p99","n"},  received complete
+//	                                  minus the RTP capture time (abs-capture-
+//	                                  time, offset-corrected): the latency
+//	                                  without a browser
+//	    "sender": {"drain_rate_bps", "target_bps"},  from the sender's last
+//	                                  report; null before one
+//	    "parts_ms": {                 per frame, joined with the sender's timing
+//	      "wait":         {"p50","p95"},  capture to encode start
+//	      "encode":       {"p50","p95"},  encode start to end
+//	      "source_delay": {"p50","p95"},  write start to last byte left the host
+//	      "network":      {"p50","p95"}}  left the host to received complete
+//	  }],                                 (clock-offset corrected)
+//	  "clients": [{                   one per connected page, by id
+//	    "id", "remote",
+//	    "frames_sent", "frames_dropped", "frames_displayed",
+//	    "timestamp_misreads",         displayed frames whose stamp did not read
+//	    "g2g_ms": {"p50","p95","p99","n"},  glass-to-glass over the report
+//	                                  window, all its streams: displayed (viewer
+//	                                  clock) minus the capture time read from
+//	                                  the pixels, offset-corrected
+//	    "decode_ms": {"p50","p95"}, "draw_ms": {"p50","p95"},
+//	    "streams": [{                 per stream the page has seen
+//	      "stream", "frames_sent", "frames_dropped", "frames_displayed",
+//	      "timestamp_misreads", "g2g_ms": {"p50","p95","p99","n"},
+//	      "decode_ms", "draw_ms",
+//	      "delivery_ms": {"p50","p95"}  received complete to arrival in the page
+//	    }]
+//	  }]
+//	}
+//
+// frames_dropped counts frames the viewer did not send to the page because
+// its queue overflowed (and the deltas skipped until the next keyframe).
+type Stats struct {
+	NowMS   int64         `json:"now_ms"`
+	Streams []StreamStats `json:"streams"`
+	Clients []ClientStats `json:"clients"`
+}
+
+// StreamStats describes one sender stream; see Stats.
+type StreamStats struct {
+	ID                   uint32       `json:"id"`
+	Name                 string       `json:"name"`
+	Remote               string       `json:"remote"`
+	Connected            bool         `json:"connected"`
+	FramesReceived       uint64       `json:"frames_received"`
+	Bytes                uint64       `json:"bytes"`
+	Bitrate              rate.Bitrate `json:"bitrate_bps"`
+	FPS                  Float        `json:"fps"`
+	Width                int          `json:"width"`
+	Height               int          `json:"height"`
+	Keyframes            uint64       `json:"keyframes"`
+	KeyframeRequests     uint64       `json:"keyframe_requests"`
+	ClockOffsetMS        Float        `json:"clock_offset_ms"`
+	DroppedPartialFrames uint64       `json:"dropped_partial_frames"`
+	CaptureToReceived    Latency      `json:"capture_to_received_ms"`
+	Sender               SenderStats  `json:"sender"`
+	Parts                Parts        `json:"parts_ms"`
+}
+
+// SenderStats holds the rates from the sender's last timing report; nil
+// before one.
+type SenderStats struct {
+	DrainRate *rate.Bitrate `json:"drain_rate_bps"`
+	Target    *rate.Bitrate `json:"target_bps"`
+}
+
+// Parts holds the sender-side latency parts, in ms.
+type Parts struct {
+	Wait        Quantiles `json:"wait"`
+	Encode      Quantiles `json:"encode"`
+	SourceDelay Quantiles `json:"source_delay"`
+	Network     Quantiles `json:"network"`
+}
+
+// ClientStats describes one connected page; see Stats.
+type ClientStats struct {
+	ID                uint32              `json:"id"`
+	Remote            string              `json:"remote"`
+	FramesSent        uint64              `json:"frames_sent"`
+	FramesDropped     uint64              `json:"frames_dropped"`
+	FramesDisplayed   uint64              `json:"frames_displayed"`
+	TimestampMisreads uint64              `json:"timestamp_misreads"`
+	G2G               Latency             `json:"g2g_ms"`
+	Decode            Quantiles           `json:"decode_ms"`
+	Draw              Quantiles           `json:"draw_ms"`
+	Streams           []ClientStreamStats `json:"streams"`
+}
+
+// ClientStreamStats describes one stream as one page received it.
+type ClientStreamStats struct {
+	Stream            uint32    `json:"stream"`
+	FramesSent        uint64    `json:"frames_sent"`
+	FramesDropped     uint64    `json:"frames_dropped"`
+	FramesDisplayed   uint64    `json:"frames_displayed"`
+	TimestampMisreads uint64    `json:"timestamp_misreads"`
+	G2G               Latency   `json:"g2g_ms"`
+	Decode            Quantiles `json:"decode_ms"`
+	Draw              Quantiles `json:"draw_ms"`
+	Delivery          Quantiles `json:"delivery_ms"`
+}
+
+// Quantiles are the median and 95th percentile of a set of samples, in ms.
+type Quantiles struct {
+	P50 Float `json:"p50"`
+	P95 Float `json:"p95"`
+}
+
+// Latency is a latency distribution in ms, with its sample count.
+type Latency struct {
+	P50 Float `json:"p50"`
+	P95 Float `json:"p95"`
+	P99 Float `json:"p99"`
+	N   int   `json:"n"`
+}
+
+// Float is a number that is NaN when unknown; it marshals to JSON rounded
+// to three decimals, and NaN or an infinity as null.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, math.Round(v*1000)/1000, 'f', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler: null reads as NaN.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return err
+	}
+	*f = Float(v)
+	return nil
+}
+
+// Known reports whether f holds a value.
+func (f Float) Known() bool { return !math.IsNaN(float64(f)) }
+
+func quantilesOf(v []float64) Quantiles {
+	s := metrics.Summarize(v)
+	return Quantiles{P50: Float(s.P50), P95: Float(s.P95)}
+}
+
+func latencyOf(v []float64) Latency {
+	s := metrics.Summarize(v)
+	return Latency{P50: Float(s.P50), P95: Float(s.P95), P99: Float(s.P99), N: s.N}
+}
+
+// Stats returns the viewer's current numbers. It is safe to call at any
+// time, also before Run.
+func (s *Server) Stats() Stats {
+	now := s.now()
+	s.mu.Lock()
+	streams := slices.Clone(s.streams)
+	clients := make([]*client, 0, len(s.clients))
+	for c := range s.clients {
+		clients = append(clients, c)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(clients, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
+
+	out := Stats{NowMS: now.UnixMilli(), Streams: make([]StreamStats, 0, len(streams)), Clients: make([]ClientStats, 0, len(clients))}
+	for _, st := range streams {
+		out.Streams = append(out.Streams, st.stats(now))
+	}
+	for _, c := range clients {
+		out.Clients = append(out.Clients, c.stats(now))
+	}
+	return out
+}
+
+// stats returns the stream's numbers over the windows ending at now.
+func (st *stream) stats(now time.Time) StreamStats {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	br, fps := st.ratesLocked(now)
+	ss := StreamStats{
+		ID:                   st.id,
+		Name:                 st.name,
+		Remote:               st.remote,
+		Connected:            st.conn != nil,
+		FramesReceived:       st.framesReceived,
+		Bytes:                st.bytes,
+		Bitrate:              br,
+		FPS:                  Float(fps),
+		Width:                st.width,
+		Height:               st.height,
+		Keyframes:            st.keyframes,
+		KeyframeRequests:     st.keyframeRequests,
+		ClockOffsetMS:        Float(math.NaN()),
+		DroppedPartialFrames: st.droppedPartial,
+		CaptureToReceived:    latencyOf(st.captureToReceived.Values(now)),
+		Parts: Parts{
+			Wait:        quantilesOf(st.wait.Values(now)),
+			Encode:      quantilesOf(st.encode.Values(now)),
+			SourceDelay: quantilesOf(st.sourceDelay.Values(now)),
+			Network:     quantilesOf(st.network.Values(now)),
+		},
+	}
+	if st.haveReport {
+		ss.ClockOffsetMS = Float(ms(st.clockOffset))
+		drain, target := st.drainRate, st.target
+		ss.Sender = SenderStats{DrainRate: &drain, Target: &target}
+	}
+	return ss
+}

@@ -1,0 +1,571 @@
+// The viewer page: receives VP8 frames over a WebSocket, decodes them with
+// WebCodecs, draws them to canvases, reads the capture time back from the
+// pixels and reports per-frame results to the viewer.
+//
+// Times sent to the viewer are in the viewer's clock, in ms since the Unix
+// epoch: the page estimates its offset to the viewer with GET api/time
+// (NTP-style, the probe with the smallest round trip wins).
+'use strict';
+
+(function () {
+  const Stamp = window.ReplenishStamp;
+
+  const params = new URLSearchParams(location.search);
+  const token = params.get('token') || '';
+  const query = token ? '?token=' + encodeURIComponent(token) : '';
+
+  const REPORT_EVERY_MS = 250;
+  const STATS_EVERY_MS = 1000;
+  const CLOCK_EVERY_MS = 10000;
+  const CLOCK_PROBES = 5;
+  const CHART_SPAN_MS = 30000;
+  const STALL_MS = 2000;
+  const MAX_DECODE_QUEUE = 3;
+  const KEY_REQUEST_MS = 500;
+  const MAX_PENDING = 64;
+  const RECENT = 60;
+  const MAX_REPORT = 500;
+
+  const PARTS = [
+    ['wait', 'wait'],
+    ['encode', 'encode'],
+    ['source_delay', 'source delay'],
+    ['network', 'network'],
+    ['delivery', 'delivery'],
+    ['decode', 'decode'],
+    ['draw', 'draw'],
+  ];
+
+  // The page's own counters, for people with a console and for tests.
+  const R = (window.replenish = {
+    connected: false,
+    clientId: null,
+    clock: { offsetMs: null, rttMs: null, synced: false },
+    streams: {},
+    reportsSent: 0,
+    errors: [],
+    supported: typeof window.VideoDecoder === 'function',
+  });
+
+  function note(msg) {
+    R.errors.push(String(msg));
+    if (R.errors.length > 50) R.errors.shift();
+    const el = document.getElementById('notice');
+    if (el) el.textContent = String(msg);
+  }
+
+  // Clocks. localNow is this machine's clock in ms since the epoch;
+  // viewerNow is the viewer's, as estimated.
+  let clockOffsetMs = 0;
+  const localNow = () => performance.timeOrigin + performance.now();
+  const viewerNow = () => localNow() + clockOffsetMs;
+
+  async function syncClock() {
+    let best = null;
+    for (let i = 0; i < CLOCK_PROBES; i++) {
+      const t0 = localNow();
+      const res = await fetch('api/time' + query, { cache: 'no-store' });
+      if (!res.ok) throw new Error('api/time: ' + res.status);
+      const body = await res.json();
+      const t1 = localNow();
+      const rtt = t1 - t0;
+      const offset = body.now_us / 1000 - (t0 + t1) / 2;
+      if (!best || rtt < best.rtt) best = { rtt, offset };
+    }
+    clockOffsetMs = best.offset;
+    R.clock = { offsetMs: best.offset, rttMs: best.rtt, synced: true };
+    setText(document.getElementById('clock'),
+      'page clock ' + fmtSigned(best.offset) + ' ms from viewer (rtt ' + best.rtt.toFixed(1) + ' ms)');
+  }
+
+  // Small helpers.
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function setText(e, text) {
+    if (e && e.textContent !== text) e.textContent = text;
+  }
+  function fmt(v, digits = 1) {
+    return v === null || v === undefined || !isFinite(v) ? '–' : v.toFixed(digits);
+  }
+  function fmtSigned(v) {
+    return (v >= 0 ? '+' : '') + v.toFixed(1);
+  }
+  function fmtRate(bps) {
+    if (bps === null || bps === undefined) return '–';
+    if (bps >= 1e6) return (bps / 1e6).toFixed(2) + ' Mb/s';
+    if (bps >= 1e3) return (bps / 1e3).toFixed(0) + ' kb/s';
+    return bps + ' b/s';
+  }
+  function median(values) {
+    if (!values.length) return null;
+    const s = values.slice().sort((a, b) => a - b);
+    return s[Math.ceil(s.length / 2) - 1];
+  }
+  function pushBounded(arr, v, n) {
+    arr.push(v);
+    if (arr.length > n) arr.shift();
+  }
+
+  // Frame header: see the comment on the header layout in package viewer.
+  const HEADER_VERSION = 1;
+  const HEADER_MIN = 48;
+  function parseFrame(buf) {
+    if (buf.byteLength < HEADER_MIN) return null;
+    const dv = new DataView(buf);
+    if (dv.getUint8(0) !== HEADER_VERSION) return null;
+    const flags = dv.getUint8(1);
+    const hlen = dv.getUint16(2);
+    if (hlen < HEADER_MIN || hlen > buf.byteLength) return null;
+    return {
+      key: (flags & 1) !== 0,
+      offsetKnown: (flags & 2) !== 0,
+      stream: dv.getUint32(4),
+      frame: dv.getUint32(8),
+      rtpTimestamp: dv.getUint32(12),
+      width: dv.getUint16(16),
+      height: dv.getUint16(18),
+      captureMs: Number(dv.getBigInt64(24)) / 1000,
+      receivedMs: Number(dv.getBigInt64(32)) / 1000,
+      offsetMs: Number(dv.getBigInt64(40)) / 1000,
+      data: new Uint8Array(buf, hlen),
+    };
+  }
+
+  let socket = null;
+  const views = new Map(); // stream id -> StreamView
+  let pendingReports = [];
+
+  function send(obj) {
+    if (socket && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify(obj));
+    }
+  }
+
+  // StreamView is one stream's panel, decoder and counters.
+  class StreamView {
+    constructor(info) {
+      this.id = info.id;
+      this.info = info;
+      this.counters = {
+        name: info.name,
+        framesReceived: 0,
+        framesDecoded: 0,
+        framesDisplayed: 0,
+        framesSkipped: 0,
+        misreads: 0,
+        stampMismatches: 0,
+        keyRequests: 0,
+        decoderErrors: 0,
+        lastG2G: null,
+        width: 0,
+        height: 0,
+      };
+      R.streams[this.id] = this.counters;
+      this.waitKey = true;
+      this.lastKeyRequest = -Infinity;
+      this.lastFrameAt = 0; // local clock
+      this.pending = new Map(); // chunk timestamp -> frame info
+      this.g2g = []; // [viewer ms, g2g ms] over the chart span
+      this.recent = { g2g: [], delivery: [], decode: [], draw: [] };
+      this.serverStats = null;
+      this.clientStats = null;
+      this.decoder = null;
+      this.build();
+      this.update(info);
+    }
+
+    build() {
+      const p = (this.panel = el('section', 'panel'));
+      const head = el('header');
+      this.nameEl = el('span', 'name');
+      this.stateEl = el('span', 'state');
+      head.append(this.nameEl, this.stateEl);
+      this.canvas = el('canvas', 'video');
+      this.canvas.width = 320;
+      this.canvas.height = 180;
+      this.ctx = this.canvas.getContext('2d', { willReadFrequently: true, alpha: false });
+      const big = el('div', 'g2g');
+      this.bigEl = el('span', 'big', '–');
+      big.append(this.bigEl, el('span', 'unit', 'ms glass-to-glass'));
+      this.chart = el('canvas', 'chart');
+      this.chart.width = 480;
+      this.chart.height = 120;
+      const facts = el('dl', 'facts');
+      this.facts = {};
+      for (const [k, label] of [
+        ['fps', 'fps'], ['bitrate', 'bitrate'], ['resolution', 'resolution'],
+        ['offset', 'clock offset'], ['dropped', 'dropped'], ['misreads', 'misreads'],
+      ]) {
+        const dt = el('dt', '', label);
+        const dd = el('dd', '', '–');
+        this.facts[k] = dd;
+        facts.append(dt, dd);
+      }
+      this.bar = el('div', 'bar');
+      this.barParts = {};
+      const table = el('table', 'parts');
+      const row1 = el('tr');
+      const row2 = el('tr');
+      this.partEls = {};
+      PARTS.forEach(([k, label], i) => {
+        const seg = el('span', 'seg p' + i);
+        seg.title = label;
+        this.bar.append(seg);
+        this.barParts[k] = seg;
+        const th = el('th', 'p' + i, label);
+        const td = el('td', '', '–');
+        row1.append(th);
+        row2.append(td);
+        this.partEls[k] = td;
+      });
+      table.append(row1, row2);
+      p.append(head, this.canvas, big, this.chart, facts, this.bar, table);
+      document.getElementById('streams').append(p);
+    }
+
+    update(info) {
+      this.info = info;
+      this.counters.name = info.name;
+      setText(this.nameEl, info.name + ' #' + info.id);
+    }
+
+    remove() {
+      this.closeDecoder();
+      this.panel.remove();
+      delete R.streams[this.id];
+    }
+
+    closeDecoder() {
+      if (this.decoder && this.decoder.state !== 'closed') {
+        try { this.decoder.close(); } catch (e) { /* already closed */ }
+      }
+      this.decoder = null;
+      this.pending.clear();
+    }
+
+    ensureDecoder() {
+      if (this.decoder && this.decoder.state !== 'closed') return true;
+      if (!R.supported) return false;
+      this.decoder = new VideoDecoder({
+        output: (frame) => this.onOutput(frame),
+        error: (e) => {
+          this.counters.decoderErrors++;
+          note('stream ' + this.id + ': decoder error: ' + e.message);
+          this.decoder = null;
+          this.pending.clear();
+          this.resync();
+        },
+      });
+      this.decoder.configure({ codec: 'vp8', optimizeForLatency: true });
+      return true;
+    }
+
+    // resync drops delta frames until the next keyframe and asks for one.
+    resync() {
+      this.waitKey = true;
+      this.requestKeyframe();
+    }
+
+    requestKeyframe() {
+      const now = localNow();
+      if (now - this.lastKeyRequest < KEY_REQUEST_MS) return;
+      this.lastKeyRequest = now;
+      this.counters.keyRequests++;
+      send({ type: 'keyframe', stream: this.id });
+    }
+
+    onFrame(f, arrivedMs) {
+      this.counters.framesReceived++;
+      this.lastFrameAt = localNow();
+      if (!this.ensureDecoder()) return;
+      if (!f.key && (this.waitKey || this.decoder.decodeQueueSize > MAX_DECODE_QUEUE)) {
+        this.counters.framesSkipped++;
+        this.resync();
+        return;
+      }
+      this.waitKey = false;
+      if (this.pending.size >= MAX_PENDING) {
+        // Outputs that never came: forget the oldest.
+        this.pending.delete(this.pending.keys().next().value);
+      }
+      this.pending.set(f.frame, {
+        frame: f.frame,
+        captureMs: f.captureMs,
+        offsetMs: f.offsetMs,
+        receivedMs: f.receivedMs,
+        arrivedMs,
+        submitMs: viewerNow(),
+      });
+      try {
+        this.decoder.decode(new EncodedVideoChunk({
+          type: f.key ? 'key' : 'delta',
+          timestamp: f.frame,
+          data: f.data,
+        }));
+      } catch (e) {
+        this.counters.decoderErrors++;
+        note('stream ' + this.id + ': decode: ' + e.message);
+        this.closeDecoder();
+        this.resync();
+      }
+    }
+
+    onOutput(frame) {
+      const outMs = viewerNow();
+      const info = this.pending.get(frame.timestamp);
+      this.pending.delete(frame.timestamp);
+      const w = frame.displayWidth;
+      const h = frame.displayHeight;
+      if (this.canvas.width !== w || this.canvas.height !== h) {
+        this.canvas.width = w;
+        this.canvas.height = h;
+      }
+      this.ctx.drawImage(frame, 0, 0, w, h);
+      frame.close();
+      const band = Math.min(h, Stamp.bandHeight(w));
+      const img = band > 0 ? this.ctx.getImageData(0, 0, w, band) : null;
+      const drawnMs = viewerNow();
+      this.counters.framesDecoded++;
+      this.counters.width = w;
+      this.counters.height = h;
+      if (!info) return;
+      this.counters.framesDisplayed++;
+      const offsetMs = info.offsetMs;
+      const captureMs = img ? Stamp.read(img.data, w, w, drawnMs - offsetMs) : null;
+      const report = {
+        stream: this.id,
+        frame: info.frame,
+        ok: captureMs !== null,
+        arrived_ms: info.arrivedMs,
+        display_ms: drawnMs,
+        decode_ms: outMs - info.submitMs,
+        draw_ms: drawnMs - outMs,
+      };
+      pushBounded(this.recent.delivery, info.arrivedMs - info.receivedMs, RECENT);
+      pushBounded(this.recent.decode, report.decode_ms, RECENT);
+      pushBounded(this.recent.draw, report.draw_ms, RECENT);
+      if (captureMs === null) {
+        this.counters.misreads++;
+      } else {
+        report.capture_ms = captureMs;
+        if (info.captureMs > 0 && Math.abs(info.captureMs - captureMs) > 1.5) {
+          // The stamp passed its check but disagrees with the RTP
+          // capture time: count it, for whoever is debugging the source.
+          this.counters.stampMismatches++;
+        }
+        const g2g = drawnMs - (captureMs + offsetMs);
+        this.counters.lastG2G = g2g;
+        pushBounded(this.recent.g2g, g2g, 15);
+        this.g2g.push([drawnMs, g2g]);
+      }
+      if (pendingReports.length < MAX_REPORT) pendingReports.push(report);
+    }
+
+    render(nowViewer) {
+      while (this.g2g.length && this.g2g[0][0] < nowViewer - CHART_SPAN_MS) this.g2g.shift();
+      const connected = this.info.connected;
+      const stalled = connected && localNow() - this.lastFrameAt > STALL_MS;
+      const state = !connected ? 'disconnected' : stalled ? 'stalled' : 'live';
+      setText(this.stateEl, state);
+      this.stateEl.className = 'state ' + state;
+      const g = median(this.recent.g2g);
+      setText(this.bigEl, g === null || stalled || !connected ? '–' : g.toFixed(0));
+      const ss = this.serverStats;
+      const cs = this.clientStats;
+      setText(this.facts.fps, ss ? fmt(ss.fps) : '–');
+      setText(this.facts.bitrate, ss ? fmtRate(ss.bitrate_bps) : '–');
+      setText(this.facts.resolution, this.counters.width ? this.counters.width + '×' + this.counters.height : '–');
+      setText(this.facts.offset, ss && ss.clock_offset_ms !== null ? fmtSigned(ss.clock_offset_ms) + ' ms' : '–');
+      setText(this.facts.dropped, String((cs ? cs.frames_dropped : 0) + this.counters.framesSkipped));
+      setText(this.facts.misreads, String(this.counters.misreads));
+      const values = {};
+      for (const [k] of PARTS) values[k] = null;
+      if (ss && ss.parts_ms) {
+        for (const k of ['wait', 'encode', 'source_delay', 'network']) {
+          values[k] = ss.parts_ms[k] ? ss.parts_ms[k].p50 : null;
+        }
+      }
+      values.delivery = median(this.recent.delivery);
+      values.decode = median(this.recent.decode);
+      values.draw = median(this.recent.draw);
+      let total = 0;
+      for (const [k] of PARTS) total += Math.max(0, values[k] || 0);
+      for (const [k] of PARTS) {
+        setText(this.partEls[k], fmt(values[k]));
+        const v = Math.max(0, values[k] || 0);
+        this.barParts[k].style.width = total > 0 ? (100 * v / total).toFixed(2) + '%' : '0';
+      }
+      this.drawChart(nowViewer);
+    }
+
+    drawChart(nowViewer) {
+      const c = this.chart;
+      const ctx = c.getContext('2d');
+      const W = c.width;
+      const H = c.height;
+      ctx.fillStyle = '#10141a';
+      ctx.fillRect(0, 0, W, H);
+      let peak = 0;
+      for (const [, v] of this.g2g) peak = Math.max(peak, v);
+      // Four grid steps of a round size that covers the peak.
+      const step = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000].find((s) => 4 * s >= peak) || Math.ceil(peak / 4000) * 1000;
+      const top = 4 * step;
+      ctx.strokeStyle = '#2a3340';
+      ctx.fillStyle = '#7d8a99';
+      ctx.font = '10px sans-serif';
+      ctx.lineWidth = 1;
+      for (let i = 0; i <= 4; i++) {
+        const y = H - (i / 4) * (H - 12) - 1;
+        ctx.beginPath();
+        ctx.moveTo(0, y);
+        ctx.lineTo(W, y);
+        ctx.stroke();
+        ctx.fillText(String(step * i), 2, y - 2);
+      }
+      ctx.strokeStyle = '#4fc3f7';
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      let first = true;
+      for (const [t, v] of this.g2g) {
+        const x = W - ((nowViewer - t) / CHART_SPAN_MS) * W;
+        const y = H - (Math.max(0, v) / top) * (H - 12) - 1;
+        if (first) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+        first = false;
+      }
+      ctx.stroke();
+    }
+  }
+
+  function onStreams(list) {
+    const seen = new Set();
+    for (const info of list) {
+      seen.add(info.id);
+      const v = views.get(info.id);
+      if (v) v.update(info);
+      else views.set(info.id, new StreamView(info));
+    }
+    for (const [id, v] of views) {
+      if (!seen.has(id)) {
+        v.remove();
+        views.delete(id);
+      }
+    }
+    setText(document.getElementById('empty'), views.size ? '' : 'No streams yet: start a sender.');
+  }
+
+  function onText(data) {
+    let msg;
+    try {
+      msg = JSON.parse(data);
+    } catch (e) {
+      note('bad message from viewer');
+      return;
+    }
+    if (msg.type === 'hello') {
+      R.clientId = msg.client;
+    } else if (msg.type === 'streams') {
+      onStreams(msg.streams || []);
+    }
+  }
+
+  function onBinary(buf) {
+    const arrivedMs = viewerNow();
+    const f = parseFrame(buf);
+    if (!f) {
+      note('bad frame from viewer');
+      return;
+    }
+    const v = views.get(f.stream);
+    if (v) v.onFrame(f, arrivedMs);
+  }
+
+  let backoff = 500;
+  function connect() {
+    const url = new URL('ws' + query, location.href);
+    url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const ws = new WebSocket(url.href);
+    ws.binaryType = 'arraybuffer';
+    socket = ws;
+    ws.onopen = () => {
+      backoff = 500;
+      R.connected = true;
+      setText(document.getElementById('conn'), 'connected');
+      for (const v of views.values()) {
+        v.closeDecoder();
+        v.waitKey = true;
+      }
+    };
+    ws.onmessage = (ev) => {
+      if (typeof ev.data === 'string') onText(ev.data);
+      else onBinary(ev.data);
+    };
+    ws.onclose = () => {
+      R.connected = false;
+      setText(document.getElementById('conn'), 'disconnected: retrying');
+      if (socket === ws) socket = null;
+      setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, 10000);
+    };
+  }
+
+  function flushReports() {
+    if (!pendingReports.length || !socket || socket.readyState !== WebSocket.OPEN) return;
+    const frames = pendingReports;
+    pendingReports = [];
+    send({ type: 'report', frames });
+    R.reportsSent++;
+  }
+
+  async function pollStats() {
+    try {
+      const res = await fetch('api/stats' + query, { cache: 'no-store' });
+      if (!res.ok) return;
+      const st = await res.json();
+      for (const s of st.streams || []) {
+        const v = views.get(s.id);
+        if (v) v.serverStats = s;
+      }
+      const me = (st.clients || []).find((c) => c.id === R.clientId);
+      if (me) {
+        for (const cs of me.streams || []) {
+          const v = views.get(cs.stream);
+          if (v) v.clientStats = cs;
+        }
+      }
+    } catch (e) {
+      // The viewer may be restarting; the WebSocket shows it.
+    }
+  }
+
+  function render() {
+    const now = viewerNow();
+    for (const v of views.values()) v.render(now);
+  }
+
+  async function start() {
+    if (!R.supported) {
+      note('This browser has no WebCodecs VideoDecoder (it needs a secure context: ' +
+        'open the page on localhost or over HTTPS).');
+    }
+    for (;;) {
+      try {
+        await syncClock();
+        break;
+      } catch (e) {
+        note('clock sync failed: ' + e.message);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+    connect();
+    setInterval(flushReports, REPORT_EVERY_MS);
+    setInterval(pollStats, STATS_EVERY_MS);
+    setInterval(render, 250);
+    setInterval(() => syncClock().catch((e) => note('clock sync failed: ' + e.message)), CLOCK_EVERY_MS);
+  }
+
+  start();
+})();
