@@ -483,6 +483,15 @@ func (s *Server) onReport(c *client, frames []frameReport, now time.Time) error 
 		streams[f.Stream] = k
 	}
 
+	var recs []Record
+	if s.cfg.OnRecord != nil {
+		recs = make([]Record, 0, len(frames))
+		defer func() {
+			for _, r := range recs {
+				s.cfg.OnRecord(r)
+			}
+		}()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range frames {
@@ -492,10 +501,15 @@ func (s *Server) onReport(c *client, frames []frameReport, now time.Time) error 
 		}
 		cs := c.streamLocked(f.Stream, &s.cfg)
 		cs.displayed++
+		g2g := math.NaN()
 		if f.OK {
-			cs.g2g.Add(now, *f.Display-(*f.Capture+k.offset))
+			g2g = *f.Display - (*f.Capture + k.offset)
+			cs.g2g.Add(now, g2g)
 		} else {
 			cs.misreads++
+		}
+		if recs != nil {
+			recs = append(recs, displayedRecord(c.id, f, g2g))
 		}
 		if f.Decode != nil {
 			cs.decode.Add(now, *f.Decode)
@@ -508,6 +522,29 @@ func (s *Server) onReport(c *client, frames []frameReport, now time.Time) error 
 		}
 	}
 	return nil
+}
+
+// displayedRecord turns a checked frame report into a Record; g2g is in
+// ms, NaN on a misread.
+func displayedRecord(client uint32, f frameReport, g2g float64) Record {
+	dur := func(v *float64) time.Duration {
+		if v == nil {
+			return -1
+		}
+		return time.Duration(*v * float64(time.Millisecond))
+	}
+	r := Record{
+		Kind: RecordDisplayed, Stream: f.Stream, Frame: f.Frame, Client: client,
+		G2G: -1, Misread: !f.OK, Decode: dur(f.Decode), Draw: dur(f.Draw),
+	}
+	if f.Display != nil {
+		r.Displayed = time.UnixMicro(int64(*f.Display * 1000))
+	}
+	if f.OK {
+		r.G2G = time.Duration(g2g * float64(time.Millisecond))
+		r.Capture = time.UnixMicro(int64(*f.Capture * 1000))
+	}
+	return r
 }
 
 // check validates one frame report.

@@ -359,7 +359,15 @@ func (s *Server) streamByID(id uint32) *stream {
 func (s *Server) onFrame(st *stream, f *framer.Frame, now time.Time) {
 	st.mu.Lock()
 	h := st.frameLocked(f, now)
+	name := st.name
 	st.mu.Unlock()
+	if rec := s.cfg.OnRecord; rec != nil {
+		rec(Record{
+			Kind: RecordReceived, Stream: h.Stream, Frame: h.Frame, Name: name,
+			RTPTimestamp: h.RTPTimestamp, Capture: h.Capture, Received: h.Received,
+			Bytes: len(f.Data), Key: h.Key, Width: h.Width, Height: h.Height, ClockOffset: h.ClockOffset,
+		})
+	}
 	msg := make([]byte, 0, FrameHeaderSize+len(f.Data))
 	msg = append(h.Append(msg), f.Data...)
 	out := &outFrame{seq: s.seq.Add(1), stream: st.id, key: f.Key, msg: msg}

@@ -110,6 +110,12 @@ type Config struct {
 	// WriteTimeout drops a page or sender that does not take a write for
 	// this long (default 10 s).
 	WriteTimeout time.Duration
+
+	// OnRecord, if set, receives a Record for every frame received and
+	// every frame a page reports displayed. It is called from the
+	// goroutine serving that sender or page, with no lock held, and must
+	// return quickly.
+	OnRecord func(Record)
 }
 
 // Server is the viewer. Create it with New and start it with Run; its

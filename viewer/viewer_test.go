@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -479,7 +480,11 @@ func TestMalformedPageMessageDropsOnlyThatPage(t *testing.T) {
 }
 
 func TestPageReportsGiveLatency(t *testing.T) {
-	ts := startServer(t, nil)
+	var mu sync.Mutex
+	var recs []Record
+	ts := startServer(t, func(c *Config) {
+		c.OnRecord = func(r Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }
+	})
 	fs := dialSender(t, ts.media, "s")
 	page := mustDialPage(t, ts)
 	id := page.hello(t)
@@ -520,6 +525,23 @@ func TestPageReportsGiveLatency(t *testing.T) {
 	}
 	if s, _ := ts.stats(t).stream("s"); s.ClockOffsetMS != 100 {
 		t.Errorf("clock offset %v, want 100", s.ClockOffsetMS)
+	}
+
+	// The same, as records: the frame received, then displayed twice
+	// (once read, once misread); nothing for the stream that is gone.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3: %+v", len(recs), recs)
+	}
+	if r := recs[0]; r.Kind != RecordReceived || r.Stream != h.Stream || r.Frame != h.Frame || r.Received.UnixMicro() != h.Received.UnixMicro() || r.Name != "s" || !r.Key || r.Bytes != 100 {
+		t.Errorf("received record %+v", r)
+	}
+	if r := recs[1]; r.Kind != RecordDisplayed || r.Client != id || r.G2G != 150*time.Millisecond || r.Misread || r.Decode != 3*time.Millisecond || r.Capture.UnixMilli() != int64(capture) {
+		t.Errorf("displayed record %+v, want g2g 150ms", r)
+	}
+	if r := recs[2]; r.Kind != RecordDisplayed || !r.Misread || r.G2G != -1 || r.Draw != 2*time.Millisecond {
+		t.Errorf("misread record %+v", r)
 	}
 }
 

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"os"
-	"sync"
 	"time"
+
+	"replenish/internal/jsonl"
 
 	"replenish/sender"
 	"replenish/transport/tcp"
@@ -17,21 +14,14 @@ const maxRecords = 3_000_000
 
 // records writes one JSON line per frame sent (and one per connection) for
 // the experiments harness. Times are microseconds since the Unix epoch.
-type records struct {
-	mu      sync.Mutex // guards following fields
-	f       *os.File
-	w       *bufio.Writer
-	n       int
-	dropped int
-	err     error
-}
+type records struct{ w *jsonl.Writer }
 
 func openRecords(path string) (*records, error) {
-	f, err := os.Create(path)
+	w, err := jsonl.Create(path, maxRecords)
 	if err != nil {
 		return nil, err
 	}
-	return &records{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &records{w}, nil
 }
 
 type frameLine struct {
@@ -93,42 +83,7 @@ func (r *records) conn(st tcp.Stats) {
 	})
 }
 
-func (r *records) write(v any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err != nil {
-		return
-	}
-	if r.n >= maxRecords {
-		r.dropped++
-		return
-	}
-	b, err := json.Marshal(v)
-	if err == nil {
-		b = append(b, '\n')
-		_, err = r.w.Write(b)
-	}
-	if err != nil {
-		r.err = err
-		return
-	}
-	r.n++
-}
+func (r *records) write(v any) { r.w.Write(v) }
 
-// close flushes and closes the file; it reports the first error and any
-// records dropped at the cap.
-func (r *records) close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := r.err
-	if ferr := r.w.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := r.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && r.dropped > 0 {
-		err = fmt.Errorf("%d records dropped at the cap of %d", r.dropped, maxRecords)
-	}
-	return err
-}
+// close flushes and closes the file.
+func (r *records) close() error { return r.w.Close() }

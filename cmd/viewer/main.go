@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"replenish/internal/jsonl"
 	"strconv"
 	"syscall"
 
@@ -35,6 +36,7 @@ type options struct {
 	http    string
 	token   string
 	verbose bool
+	records string
 }
 
 func parseFlags(args []string, out io.Writer) (options, error) {
@@ -56,6 +58,7 @@ flags:
 	fs.StringVar(&o.http, "http", viewer.DefaultHTTP, "`host:port` of the page and the API; a non-loopback address needs -token")
 	fs.StringVar(&o.token, "token", "", "`secret` every browser and API request must carry (open the page with ?token=secret); default $"+tokenEnv)
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
+	fs.StringVar(&o.records, "records", "", "write one JSON line per frame received and per frame a page displayed to this `file` (for experiments)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -94,7 +97,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	s, err := viewer.New(viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, Logger: log})
+	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, Logger: log}
+	if o.records != "" {
+		w, err := jsonl.Create(o.records, maxRecords)
+		if err != nil {
+			fmt.Fprintf(stderr, "viewer: -records: %v\n", err)
+			return 1
+		}
+		defer func() {
+			if err := w.Close(); err != nil {
+				fmt.Fprintf(stderr, "viewer: -records %s: %v\n", o.records, err)
+			}
+		}()
+		cfg.OnRecord = func(r viewer.Record) { w.Write(recordLine(r)) }
+	}
+	s, err := viewer.New(cfg)
 	if errors.Is(err, viewer.ErrTokenRequired) {
 		fmt.Fprintf(stderr, "viewer: -http %s is reachable from other machines, so it needs -token (or $%s); or use -http 127.0.0.1:PORT\n", o.http, tokenEnv)
 		return 2
