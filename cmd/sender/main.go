@@ -19,9 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"replenish/framer"
 	"replenish/media"
 	"replenish/sender"
+	"replenish/sender/tcpsend"
 	"replenish/transport/tcp"
 )
 
@@ -184,17 +184,19 @@ func run(args []string, stderr io.Writer) int {
 	done := make(chan struct{})
 	var workers []<-chan struct{}
 	workers = append(workers, goDone(func() { src.Run(ctx) }))
-	workers = append(workers, goDone(func() {
-		sender.ProbeClock(ctx, o.to, time.Second, func(offset, rtt time.Duration) {
-			s.SetClockOffset(offset)
-		})
-	}))
 	workers = append(workers, goDone(func() { st.run(ctx, done, s, o, tcfg) }))
 
-	tcfg.OnSent = s.Sent
-	tcfg.Logger = log
 	log.Info("sending", "to", o.to, "name", o.name, "mode", tcfg.String(), "nodelay", !tcfg.Nagle, "fps", o.fps, "max-res", maxRes)
-	err = connectLoop(ctx, o.to, tcfg, s, log, st, rec)
+	err = tcpsend.Run(ctx, tcpsend.Config{
+		Addr: o.to, TCP: tcfg, Sender: s, Logger: log,
+		OnConnect: func(*tcp.Conn) { st.setConn("connected") },
+		OnDisconnect: func(c *tcp.Conn, err error) {
+			st.setConn(fmt.Sprintf("disconnected: %v", err))
+			if rec != nil {
+				rec.conn(c.Stats())
+			}
+		},
+	})
 	close(done)
 	for _, w := range workers {
 		<-w
@@ -212,83 +214,6 @@ func goDone(f func()) <-chan struct{} {
 	c := make(chan struct{})
 	go func() { defer close(c); f() }()
 	return c
-}
-
-// connectLoop connects to the viewer and runs the sender on each connection,
-// reconnecting with exponential backoff until ctx is done.
-func connectLoop(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine, rec *records) error {
-	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
-	backoff := minBackoff
-	for ctx.Err() == nil {
-		start := time.Now()
-		err := runConn(ctx, addr, cfg, s, log, st, rec)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		st.setConn("disconnected: " + err.Error())
-		if time.Since(start) > 10*time.Second {
-			backoff = minBackoff
-		}
-		log.Warn("connection ended; reconnecting", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
-	return ctx.Err()
-}
-
-// runConn runs one connection: the sender loop on this goroutine and a
-// reader of the viewer's feedback (keyframe requests) beside it.
-func runConn(ctx context.Context, addr string, cfg tcp.Config, s *sender.Sender, log *slog.Logger, st *statusLine, rec *records) error {
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	conn, err := tcp.Dial(dctx, addr, cfg)
-	cancel()
-	if err != nil {
-		return err
-	}
-	log.Info("connected", "viewer", addr)
-	st.setConn("connected")
-
-	cctx, cancelConn := context.WithCancelCause(ctx)
-	defer cancelConn(nil)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			pkt, err := conn.ReadPacket()
-			if err != nil {
-				cancelConn(fmt.Errorf("viewer connection: %w", err))
-				return
-			}
-			if !framer.IsRTCP(pkt) {
-				cancelConn(errors.New("viewer sent a non-RTCP packet"))
-				return
-			}
-			pkts, err := framer.ParseControl(pkt)
-			if err != nil {
-				cancelConn(fmt.Errorf("viewer sent bad RTCP: %w", err))
-				return
-			}
-			if framer.WantsKeyframe(pkts, s.SSRC()) {
-				log.Debug("keyframe requested by the viewer")
-				s.RequestKeyframe()
-			}
-		}
-	}()
-	err = s.Run(cctx, conn)
-	conn.Poll() // departures that arrived since the last write
-	if rec != nil {
-		rec.conn(conn.Stats())
-	}
-	conn.Close()
-	<-readerDone
-	if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
-		err = cause
-	}
-	return err
 }
 
 func isTerminal(w io.Writer) bool {

@@ -1,0 +1,117 @@
+// Package rig runs a viewer and a sender in one process on the loopback
+// interface, for end-to-end tests and the loopback measurement.
+package rig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"replenish/media"
+	"replenish/sender"
+	"replenish/sender/tcpsend"
+	"replenish/transport/tcp"
+	"replenish/viewer"
+)
+
+// Config configures a Rig. Zero values mean the stated defaults.
+type Config struct {
+	Name     string     // stream name; "" means "loopback"
+	Mode     string     // tcp.ParseMode syntax; "" means replenish=15ms
+	MaxSize  media.Size // zero means 640x360
+	FPS      int        // zero means 30
+	OnRecord func(viewer.Record)
+	Logger   *slog.Logger
+}
+
+// Rig is a running viewer with one sender streaming to it.
+type Rig struct {
+	Viewer  *viewer.Server
+	Sender  *sender.Sender
+	PageURL string // http://127.0.0.1:PORT/
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex // guards errs
+	errs   []error
+}
+
+// Start starts the viewer on free loopback ports, then the source and the
+// sender, and returns once the viewer listens. The sender connects in the
+// background.
+func Start(ctx context.Context, cfg Config) (*Rig, error) {
+	if cfg.Name == "" {
+		cfg.Name = "loopback"
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = "replenish=15ms"
+	}
+	if cfg.MaxSize == (media.Size{}) {
+		cfg.MaxSize = media.Size{W: 640, H: 360}
+	}
+	if cfg.FPS == 0 {
+		cfg.FPS = 30
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	tcfg, err := tcp.ParseMode(cfg.Mode)
+	if err != nil {
+		return nil, err
+	}
+	v, err := viewer.New(viewer.Config{
+		Listen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
+		OnRecord: cfg.OnRecord, Logger: cfg.Logger.With("part", "viewer"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	src := media.NewSource(media.SourceConfig{FPS: cfg.FPS, Name: cfg.Name})
+	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, MaxSize: cfg.MaxSize, FPS: cfg.FPS, Logger: cfg.Logger.With("part", "sender")})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Rig{Viewer: v, Sender: s, cancel: cancel}
+	r.goRun("viewer", func() error { return v.Run(ctx) })
+	select {
+	case <-v.Ready():
+	case <-ctx.Done():
+		r.Close()
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		r.Close()
+		return nil, errors.New("rig: the viewer did not start listening")
+	}
+	mediaAddr, httpAddr := v.Addrs()
+	r.PageURL = fmt.Sprintf("http://%s/", httpAddr)
+	r.goRun("source", func() error { return src.Run(ctx) })
+	r.goRun("sender", func() error {
+		defer s.Close()
+		return tcpsend.Run(ctx, tcpsend.Config{Addr: mediaAddr.String(), TCP: tcfg, Sender: s, Logger: cfg.Logger.With("part", "sender")})
+	})
+	return r, nil
+}
+
+func (r *Rig) goRun(what string, f func() error) {
+	r.wg.Go(func() {
+		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
+			r.mu.Lock()
+			r.errs = append(r.errs, fmt.Errorf("%s: %w", what, err))
+			r.mu.Unlock()
+		}
+	})
+}
+
+// Close stops the sender, the source and the viewer, waits for them, and
+// returns what went wrong while they ran.
+func (r *Rig) Close() error {
+	r.cancel()
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
