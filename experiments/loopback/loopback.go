@@ -1,0 +1,208 @@
+// Package loopback measures glass-to-glass latency on one machine: a viewer,
+// a sender and headless Chromium on the loopback interface, with latency
+// read back from the pixels the page displays.
+package loopback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"replenish/internal/headless"
+	"replenish/internal/rig"
+	"replenish/media"
+	"replenish/metrics"
+	"replenish/viewer"
+)
+
+// Config configures Run. Zero values mean the stated defaults.
+type Config struct {
+	Duration time.Duration // measured window; zero means 20 s
+	Warmup   time.Duration // before the window; zero means 5 s
+	MaxSize  media.Size    // zero means 640x360
+	FPS      int           // zero means 30
+	Mode     string        // transport mode; "" means replenish=15ms
+	Logger   *slog.Logger
+	// Progress, if set, is told when the measured window starts.
+	Progress func(pageURL string)
+}
+
+// Percentiles summarises samples in ms; all zero with N 0 when there were
+// none.
+type Percentiles struct {
+	N                  int     `json:"n"`
+	P50, P95, P99, Max float64 `json:"-"`
+}
+
+// MarshalJSON writes {"n", "p50", "p95", "p99", "max"}.
+func (p Percentiles) MarshalJSON() ([]byte, error) {
+	if p.N == 0 {
+		return []byte(`{"n":0}`), nil
+	}
+	return fmt.Appendf(nil, `{"n":%d,"p50":%.3f,"p95":%.3f,"p99":%.3f,"max":%.3f}`, p.N, p.P50, p.P95, p.P99, p.Max), nil
+}
+
+func summarize(v []float64) Percentiles {
+	s := metrics.Summarize(v)
+	if s.N == 0 {
+		return Percentiles{}
+	}
+	return Percentiles{N: s.N, P50: s.P50, P95: s.P95, P99: s.P99, Max: s.Max}
+}
+
+// Result is what Run measured over the window.
+type Result struct {
+	Mode              string       `json:"mode"`
+	Size              string       `json:"max_res"`
+	FPS               int          `json:"fps"`
+	WarmupS           float64      `json:"warmup_s"`
+	DurationS         float64      `json:"duration_s"`
+	FramesReceived    int          `json:"frames_received"`
+	FramesDisplayed   int          `json:"frames_displayed"`
+	Misreads          int          `json:"timestamp_misreads"`
+	MisreadPct        float64      `json:"misread_pct"`
+	DisplayedFPS      float64      `json:"displayed_fps"`
+	G2G               Percentiles  `json:"g2g_ms"`
+	CaptureToReceived Percentiles  `json:"capture_to_received_ms"`
+	Decode            Percentiles  `json:"decode_ms"`
+	Draw              Percentiles  `json:"draw_ms"`
+	SourceDelay       Percentiles  `json:"sender_source_delay_ms"`
+	APIStatsAtEnd     viewer.Stats `json:"api_stats_at_end"` // the last 10 s, as /api/stats saw them
+}
+
+// collector gathers the viewer's records while measuring.
+type collector struct {
+	mu                 sync.Mutex // guards following fields
+	on                 bool
+	g2g, c2r, dec, drw []float64
+	displayed, misread int
+	received           int
+}
+
+func (c *collector) record(r viewer.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.on {
+		return
+	}
+	switch r.Kind {
+	case viewer.RecordReceived:
+		c.received++
+		if !r.Capture.IsZero() {
+			c.c2r = append(c.c2r, ms(r.Received.Sub(r.Capture.Add(r.ClockOffset))))
+		}
+	case viewer.RecordDisplayed:
+		c.displayed++
+		if r.Misread {
+			c.misread++
+		} else {
+			c.g2g = append(c.g2g, ms(r.G2G))
+		}
+		if r.Decode >= 0 {
+			c.dec = append(c.dec, ms(r.Decode))
+		}
+		if r.Draw >= 0 {
+			c.drw = append(c.drw, ms(r.Draw))
+		}
+	}
+}
+
+func (c *collector) set(on bool) {
+	c.mu.Lock()
+	c.on = on
+	c.mu.Unlock()
+}
+
+// Run measures once and returns the result. It needs Chromium.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Duration == 0 {
+		cfg.Duration = 20 * time.Second
+	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = 5 * time.Second
+	}
+	if cfg.MaxSize == (media.Size{}) {
+		cfg.MaxSize = media.Size{W: 640, H: 360}
+	}
+	if cfg.FPS == 0 {
+		cfg.FPS = 30
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = "replenish=15ms"
+	}
+	if cfg.Duration < 0 || cfg.Warmup < 0 {
+		return nil, errors.New("loopback: negative duration")
+	}
+	var col collector
+	rg, err := rig.Start(ctx, rig.Config{Name: "loopback", Mode: cfg.Mode, MaxSize: cfg.MaxSize, FPS: cfg.FPS, OnRecord: col.record, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer rg.Close()
+	profile, err := os.MkdirTemp("", "replenish-chromium-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(profile)
+	browser, stop, err := headless.Start(ctx, profile)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	if err := chromedp.Do(browser, chromedp.Navigate(rg.PageURL)); err != nil {
+		return nil, fmt.Errorf("loopback: opening %s: %w", rg.PageURL, err)
+	}
+	if err := sleep(ctx, cfg.Warmup); err != nil {
+		return nil, err
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(rg.PageURL)
+	}
+	col.set(true)
+	if err := sleep(ctx, cfg.Duration); err != nil {
+		return nil, err
+	}
+	col.set(false)
+
+	col.mu.Lock()
+	res := &Result{
+		Mode: cfg.Mode, Size: cfg.MaxSize.String(), FPS: cfg.FPS,
+		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
+		FramesReceived: col.received, FramesDisplayed: col.displayed, Misreads: col.misread,
+		DisplayedFPS: float64(col.displayed) / cfg.Duration.Seconds(),
+		G2G:          summarize(col.g2g), CaptureToReceived: summarize(col.c2r),
+		Decode: summarize(col.dec), Draw: summarize(col.drw),
+	}
+	col.mu.Unlock()
+	if res.FramesDisplayed > 0 {
+		res.MisreadPct = 100 * float64(res.Misreads) / float64(res.FramesDisplayed)
+	}
+	res.APIStatsAtEnd = rg.Viewer.Stats()
+	st := rg.Sender.Status()
+	if st.SourceDelayN > 0 {
+		res.SourceDelay = Percentiles{N: st.SourceDelayN, P50: ms(st.SourceDelayP50), P95: ms(st.SourceDelayP95)}
+	}
+	if err := rg.Close(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

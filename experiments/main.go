@@ -1,0 +1,61 @@
+// Command experiments runs replenish's workloads on emulated network paths
+// and reports how the send-buffer policies compare.
+//
+//	go run ./experiments run [flags]       one or more runs on an emulated path
+//	go run ./experiments report --out DIR  rebuild a results directory's report
+//	go run ./experiments demo [flags]      a live demo for an audience
+//	go run ./experiments loopback [flags]  glass-to-glass on this machine, no emulation
+//
+// Each subcommand has its own -h.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// commands maps a subcommand to its function, which returns the exit code.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"loopback": loopbackMain,
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "experiments: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: go run ./experiments COMMAND [flags]
+
+commands:
+  run       run workloads under several send-buffer modes on an emulated path
+  report    rebuild the report (tables, plots, index.html) of a results directory
+  demo      a live demo: two senders, with and without SBM, across an emulated path
+  loopback  glass-to-glass latency on this machine with headless Chromium
+
+Run "go run ./experiments COMMAND -h" for a command's flags.
+`)
+}
