@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every replenish test: installs what the tests need (libvpx-dev,
+# pkg-config, chromium), downloads the Go modules, then vets and runs all
+# tests with the race detector. Tests that need root (network namespaces)
+# skip with a message when not run as root.
+set -euo pipefail
+cd "$(dirname "$0")"
+[[ -d /usr/local/go/bin ]] && export PATH=$PATH:/usr/local/go/bin
+scripts/deps.sh --browser
+go mod download
+go vet ./...
+go test -race -count=1 -timeout 20m ./... "$@"
