@@ -7,11 +7,13 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/gorilla/websocket"
 
 	"replenish/internal/headless"
 	"replenish/internal/rig"
@@ -250,5 +252,41 @@ func TestBrowserEndToEnd(t *testing.T) {
 	}
 	if !known(client.G2G.P50) || client.G2G.P50 <= 0 || !known(client.Decode.P50) {
 		t.Errorf("g2g %+v decode %+v, want measured values", client.G2G, client.Decode)
+	}
+}
+
+// TestKeyframeRequestReachesSender joins a page to a running stream: the
+// viewer asks the sender for a keyframe (RTCP PLI on the media connection)
+// so the page can start decoding, and the sender sends one.
+func TestKeyframeRequestReachesSender(t *testing.T) {
+	r, err := rig.Start(t.Context(), rig.Config{Name: "pli", MaxSize: media.Size{W: 320, H: 180}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	eventually(t, "frames after the first keyframe", func() bool {
+		s, ok := streamNamed(r.Viewer.Stats(), "pli")
+		return ok && s.FramesReceived >= 30
+	})
+	before, _ := streamNamed(r.Viewer.Stats(), "pli")
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(r.PageURL, "http")+"ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	go func() { // keep reading, as a page does
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	var after viewer.StreamStats
+	eventually(t, "a second keyframe", func() bool {
+		after, _ = streamNamed(r.Viewer.Stats(), "pli")
+		return after.Keyframes > before.Keyframes
+	})
+	if after.KeyframeRequests == 0 {
+		t.Errorf("keyframe arrived without a request: %+v", after)
 	}
 }

@@ -93,11 +93,20 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// runConn runs one connection: the sender loop on this goroutine and a
-// reader of the viewer's feedback beside it.
+// runConn runs one connection. The sender loop owns it: the viewer's
+// feedback arrives through the transport's OnPacket on the same goroutine.
 func runConn(ctx context.Context, cfg Config) error {
+	s := cfg.Sender
+	cctx, cancelConn := context.WithCancelCause(ctx)
+	defer cancelConn(nil)
+	tcfg := cfg.TCP
+	tcfg.OnPacket = func(pkt []byte) {
+		if err := feedback(pkt, s, cfg.Logger); err != nil {
+			cancelConn(err)
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	conn, err := tcp.Dial(dctx, cfg.Addr, cfg.TCP)
+	conn, err := tcp.Dial(dctx, cfg.Addr, tcfg)
 	cancel()
 	if err != nil {
 		return err
@@ -106,15 +115,6 @@ func runConn(ctx context.Context, cfg Config) error {
 	if cfg.OnConnect != nil {
 		cfg.OnConnect(conn)
 	}
-	s := cfg.Sender
-
-	cctx, cancelConn := context.WithCancelCause(ctx)
-	defer cancelConn(nil)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		cancelConn(readFeedback(conn, s, cfg.Logger))
-	}()
 	err = s.Run(cctx, conn)
 	if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
 		err = cause
@@ -124,28 +124,22 @@ func runConn(ctx context.Context, cfg Config) error {
 		cfg.OnDisconnect(conn, err)
 	}
 	conn.Close()
-	<-readerDone
 	return err
 }
 
-// readFeedback reads the viewer's RTCP until the connection fails or the
-// viewer sends something that is not RTCP, and returns why it stopped.
-func readFeedback(conn *tcp.Conn, s *sender.Sender, log *slog.Logger) error {
-	for {
-		pkt, err := conn.ReadPacket()
-		if err != nil {
-			return fmt.Errorf("viewer connection: %w", err)
-		}
-		if !framer.IsRTCP(pkt) {
-			return errors.New("tcpsend: the viewer sent a packet that is not RTCP")
-		}
-		pkts, err := framer.ParseControl(pkt)
-		if err != nil {
-			return fmt.Errorf("tcpsend: the viewer sent bad RTCP: %w", err)
-		}
-		if framer.WantsKeyframe(pkts, s.SSRC()) {
-			log.Debug("keyframe requested by the viewer")
-			s.RequestKeyframe()
-		}
+// feedback handles one packet from the viewer: RTCP, possibly asking for a
+// keyframe. Anything else is an error that ends the connection.
+func feedback(pkt []byte, s *sender.Sender, log *slog.Logger) error {
+	if !framer.IsRTCP(pkt) {
+		return errors.New("tcpsend: the viewer sent a packet that is not RTCP")
 	}
+	pkts, err := framer.ParseControl(pkt)
+	if err != nil {
+		return fmt.Errorf("tcpsend: the viewer sent bad RTCP: %w", err)
+	}
+	if framer.WantsKeyframe(pkts, s.SSRC()) {
+		log.Debug("keyframe requested by the viewer")
+		s.RequestKeyframe()
+	}
+	return nil
 }

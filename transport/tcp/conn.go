@@ -1,8 +1,7 @@
 package tcp
 
 import (
-	"bufio"
-	"context"
+		"context"
 	"errors"
 	"fmt"
 	"net"
@@ -45,6 +44,7 @@ type Stats struct {
 	// writable while arming.
 	Rechecks uint64
 
+	PacketsIn    uint64 // packets received from the peer
 	Frames       uint64 // frames written
 	BytesWritten uint64 // bytes written, framing included
 
@@ -68,15 +68,15 @@ type Stats struct {
 // Conn is a TCP connection that carries RFC 4571 framed RTP and invites
 // frames according to its Config's buffer policy.
 //
-// Wait, WriteFrame and Poll belong to one sending goroutine and must not be
-// called concurrently with each other; ReadPacket belongs to one reading
-// goroutine; Info, Stats, Options and Close are safe from any goroutine.
+// Wait, WriteFrame, Write and Poll belong to one goroutine, which also
+// receives the peer's packets (Config.OnPacket) and send records
+// (Config.OnSent) from them; Info, Stats, Options and Close are safe from
+// any goroutine.
 type Conn struct {
 	tc   *net.TCPConn
 	raw  syscall.RawConn
 	cfg  Config
 	opts Options
-	rd   *framer.Reader // ReadPacket's goroutine only
 
 	wbuf []byte // WriteFrame's framing buffer; sending goroutine only
 	// testHookBeforeWrite, if set, runs just before WriteFrame's write.
@@ -94,6 +94,9 @@ type Conn struct {
 	infoBuf [infoBufLen]byte
 	oob     [oobLen]byte
 	data    [oobDataLen]byte
+	rbuf    []byte   // bytes read from the peer, not yet a whole packet
+	inbox   [][]byte // whole packets from the peer awaiting OnPacket
+	peerErr error    // why the peer's side of the stream ended; nil while open
 }
 
 // Buffer sizes for reading the error queue.
@@ -145,7 +148,6 @@ func New(tc *net.TCPConn, cfg Config) (*Conn, error) {
 		tc:      tc,
 		raw:     raw,
 		cfg:     cfg,
-		rd:      framer.NewReader(bufio.NewReaderSize(tc, 16<<10)),
 		pending: newPendingQueue(cfg.MaxPending),
 	}
 	if err := c.setup(); err != nil {
@@ -240,40 +242,43 @@ func (c *Conn) finishLocked(r transport.SendRecord) {
 	c.done = append(c.done, r)
 }
 
-// Poll collects the departure timestamps that have arrived, without
-// waiting, and passes the completed SendRecords to OnSent.
-func (c *Conn) Poll() {
-	if c.opts.Timestamping != 0 {
-		c.raw.Control(func(fd uintptr) {
-			c.mu.Lock()
+// Poll collects, without waiting, the departure timestamps and the peer's
+// packets that have arrived, and passes them to OnSent and OnPacket. It
+// returns an error wrapping ErrPeerClosed once the peer has closed its side
+// or sent a stream that is not RFC 4571 framing (after delivering what came
+// before).
+func (c *Conn) Poll() error {
+	c.raw.Control(func(fd uintptr) {
+		c.mu.Lock()
+		if c.opts.Timestamping != 0 {
 			c.drainLocked(int(fd))
-			c.mu.Unlock()
-		})
-	}
+		}
+		c.drainInLocked(int(fd))
+		c.mu.Unlock()
+	})
 	c.deliver()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peerErr
 }
 
-// deliver passes completed records to OnSent, outside the lock.
+// deliver passes completed records to OnSent and the peer's packets to
+// OnPacket, outside the lock.
 func (c *Conn) deliver() {
 	c.mu.Lock()
-	recs := c.done
-	c.done = nil
+	recs, pkts := c.done, c.inbox
+	c.done, c.inbox = nil, nil
 	c.mu.Unlock()
-	if c.cfg.OnSent == nil {
-		return
+	if c.cfg.OnSent != nil {
+		for _, r := range recs {
+			c.cfg.OnSent(r)
+		}
 	}
-	for _, r := range recs {
-		c.cfg.OnSent(r)
+	if c.cfg.OnPacket != nil {
+		for _, p := range pkts {
+			c.cfg.OnPacket(p)
+		}
 	}
-}
-
-// ReadPacket blocks until the next RFC 4571 framed packet from the peer
-// (RTCP feedback, typically) has arrived and returns it. The slice is valid
-// until the next call. It is for one reading goroutine and may run
-// concurrently with the sending goroutine's calls. At a clean end of stream
-// it returns io.EOF.
-func (c *Conn) ReadPacket() ([]byte, error) {
-	return c.rd.ReadPacket()
 }
 
 // Info returns a fresh TCP_INFO reading of the connection. It is safe for
@@ -296,8 +301,8 @@ func (c *Conn) LocalAddr() net.Addr { return c.tc.LocalAddr() }
 // RemoteAddr returns the peer's network address.
 func (c *Conn) RemoteAddr() net.Addr { return c.tc.RemoteAddr() }
 
-// Close closes the connection. A Wait, WriteFrame or ReadPacket blocked on
-// it returns an error wrapping net.ErrClosed. Records still awaiting a
+// Close closes the connection. A Wait or WriteFrame blocked on it returns an
+// error wrapping net.ErrClosed. Records still awaiting a
 // departure stamp are dropped without reaching OnSent.
 func (c *Conn) Close() error {
 	err := c.tc.Close()

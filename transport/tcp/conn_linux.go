@@ -2,13 +2,17 @@ package tcp
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"replenish/framer"
 	"replenish/transport"
 )
 
@@ -280,6 +284,10 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 	if c.opts.Timestamping != 0 {
 		c.drainLocked(fd)
 	}
+	if c.drainInLocked(fd); c.peerErr != nil {
+		res.err = c.peerErr
+		return true
+	}
 	for i := 0; ; i++ {
 		info, err := readInfo(fd, c.infoBuf[:])
 		if err != nil {
@@ -354,9 +362,8 @@ func peerClosed(fd int) error {
 }
 
 // drainLocked reads the socket error queue without blocking and matches its
-// SCM_TSTAMP_SND stamps to pending records, which move to c.done. It takes
-// no read or write lock on the socket, so it does not collide with a
-// goroutine blocked in ReadPacket. c.mu must be held.
+// SCM_TSTAMP_SND stamps to pending records, which move to c.done. c.mu must
+// be held.
 func (c *Conn) drainLocked(fd int) {
 	for range maxDrain {
 		_, oobn, flags, _, err := unix.Recvmsg(fd, c.data[:], c.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
@@ -400,4 +407,56 @@ func (c *Conn) drainLocked(fd int) {
 		}
 	}
 	c.stats.Pending = c.pending.Len()
+}
+
+// maxInBuffer bounds the peer's bytes a Conn holds that are not yet whole
+// packets: one packet of the largest size plus a read's worth.
+const maxInBuffer = 2 + framer.MaxPacketSize + inChunk
+
+// inChunk is how much one read of the peer's stream asks for.
+const inChunk = 16 << 10
+
+// drainInLocked reads what the peer has sent without blocking, and moves
+// each whole RFC 4571 packet to c.inbox. At the end of the peer's stream,
+// on a read error or on a zero-length packet it sets c.peerErr. c.mu must
+// be held.
+func (c *Conn) drainInLocked(fd int) {
+	for c.peerErr == nil && len(c.rbuf) < maxInBuffer {
+		n0 := len(c.rbuf)
+		c.rbuf = slices.Grow(c.rbuf, inChunk)
+		n, _, err := unix.Recvfrom(fd, c.rbuf[n0:n0+inChunk], unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			break
+		}
+		switch {
+		case err != nil:
+			c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, err)
+		case n == 0:
+			c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, io.EOF)
+		default:
+			c.rbuf = c.rbuf[:n0+n]
+		}
+		if n < inChunk {
+			break
+		}
+	}
+	b := c.rbuf
+	for len(b) >= 2 {
+		n := int(binary.BigEndian.Uint16(b))
+		if n == 0 {
+			c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, framer.ErrEmptyPacket)
+			b = nil
+			break
+		}
+		if len(b) < 2+n {
+			break
+		}
+		c.inbox = append(c.inbox, slices.Clone(b[2:2+n]))
+		c.stats.PacketsIn++
+		b = b[2+n:]
+	}
+	c.rbuf = c.rbuf[:copy(c.rbuf, b)]
 }

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"slices"
 	"sync"
@@ -593,24 +594,60 @@ func TestWaitImmediate(t *testing.T) {
 	}
 }
 
-func TestReadPacket(t *testing.T) {
-	e := newPair(t, Config{}, pairOptions{})
+// TestPeerPackets checks that the peer's packets reach OnPacket from the
+// sending goroutine's own calls, also when they arrive while Wait is parked
+// with timestamps on (a blocked reader would get spurious errors from Go's
+// netpoller then), and that the end of the peer's stream and garbage end
+// the connection with ErrPeerClosed.
+func TestPeerPackets(t *testing.T) {
+	var got [][]byte
+	cfg := Config{
+		ReplenishTime: time.Microsecond, SafetyTimeout: guard,
+		OnPacket: func(p []byte) { got = append(got, slices.Clone(p)) },
+	}
+	e := newPair(t, cfg, pairOptions{peerRcvBuf: 64 << 10})
+	fillUnsent(t, e, 16<<10, 256<<10)
 	go func() {
 		var b []byte
 		for _, p := range frame(3, 40, 7) {
 			b, _ = framer.AppendFramed(b, p)
 		}
 		e.peer.Write(b)
-		e.peer.CloseWrite()
+		io.Copy(io.Discard, e.peer) // drains the backlog, which ends the wait
 	}()
-	for i := range 3 {
-		p, err := e.c.ReadPacket()
-		if err != nil || len(p) != 40 || p[0] != byte(7+i) {
-			t.Fatalf("packet %d: %v, %v", i, p, err)
+	inv, err := e.c.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Wake != transport.WakeKernel {
+		t.Errorf("wake %v, want kernel", inv.Wake)
+	}
+	eventually(t, "three packets", func() bool { e.c.Poll(); return len(got) == 3 })
+	for i, p := range got {
+		if len(p) != 40 || p[0] != byte(7+i) {
+			t.Fatalf("packet %d: %v", i, p)
 		}
 	}
-	if _, err := e.c.ReadPacket(); err == nil {
-		t.Error("no error at end of stream")
+	if st := e.c.Stats(); st.PacketsIn != 3 {
+		t.Errorf("PacketsIn %d", st.PacketsIn)
+	}
+
+	e.peer.CloseWrite()
+	var perr error
+	eventually(t, "the end of the peer's stream", func() bool { perr = e.c.Poll(); return perr != nil })
+	if !errors.Is(perr, ErrPeerClosed) || !errors.Is(perr, io.EOF) {
+		t.Errorf("Poll after the peer closed: %v", perr)
+	}
+	if _, err := e.c.Wait(context.Background()); !errors.Is(err, ErrPeerClosed) {
+		t.Errorf("Wait after the peer closed: %v", err)
+	}
+
+	// Garbage: a zero-length packet ends the connection too.
+	e2 := newPair(t, Config{}, pairOptions{})
+	e2.peer.Write([]byte{0, 1, 9, 0, 0})
+	eventually(t, "the garbage", func() bool { perr = e2.c.Poll(); return perr != nil })
+	if !errors.Is(perr, ErrPeerClosed) || !errors.Is(perr, framer.ErrEmptyPacket) {
+		t.Errorf("Poll after garbage: %v", perr)
 	}
 }
 

@@ -18,3 +18,6 @@ func (c *Conn) Wait(ctx context.Context) (transport.Invitation, error) {
 
 // drainLocked does nothing: there is no error queue to read.
 func (c *Conn) drainLocked(fd int) {}
+
+// drainInLocked does nothing: a Conn cannot be created on this platform.
+func (c *Conn) drainInLocked(fd int) {}

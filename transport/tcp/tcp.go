@@ -120,6 +120,13 @@ type Config struct {
 	// called from Wait, WriteFrame and Poll, on the caller's goroutine,
 	// never with a lock held.
 	OnSent func(transport.SendRecord)
+	// OnPacket, if set, receives each RFC 4571 framed packet the peer sends
+	// (RTCP feedback, typically), in order; pkt is valid only during the
+	// call. Like OnSent it is called from Wait, WriteFrame and Poll on the
+	// caller's goroutine. The Conn never reads from a goroutine of its own:
+	// a blocked reader on a socket with SO_TIMESTAMPING gets spurious
+	// errors from Go's netpoller whenever the error queue alone is ready.
+	OnPacket func(pkt []byte)
 	// Logger receives debug messages about socket setup; nil discards them.
 	Logger *slog.Logger
 }
