@@ -1,7 +1,7 @@
 package tcp
 
 import (
-		"context"
+	"context"
 	"errors"
 	"fmt"
 	"net"
