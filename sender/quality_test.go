@@ -49,7 +49,7 @@ func TestControllerTracksDrainRate(t *testing.T) {
 				if c.Target() > tc.drain {
 					o.Skipped = 1
 				} else {
-					o.AppLimited = true
+					o.Idle = 10 * time.Millisecond
 				}
 				return o
 			})
@@ -77,12 +77,20 @@ func TestControllerSignals(t *testing.T) {
 	}{
 		{"skipped frames lower it", Observation{DrainRate: 1 * rate.Mbps, Skipped: 2},
 			func(b, a rate.Bitrate) bool { return a < b }},
-		{"app-limited raises it", Observation{DrainRate: 1 * rate.Mbps, AppLimited: true},
+		{"an idle link raises it", Observation{DrainRate: 1 * rate.Mbps, Idle: 10 * time.Millisecond},
 			func(b, a rate.Bitrate) bool { return a > b }},
+		{"queueing in the network lowers it", Observation{DrainRate: 1 * rate.Mbps, RTT: 300 * time.Millisecond, MinRTT: 172 * time.Millisecond},
+			func(b, a rate.Bitrate) bool { return a < b }},
+		{"an idle link with some queueing holds it", Observation{DrainRate: 1 * rate.Mbps, Idle: 10 * time.Millisecond, RTT: 212 * time.Millisecond, MinRTT: 172 * time.Millisecond},
+			func(b, a rate.Bitrate) bool { return a == b }},
+		{"a link busy to the write holds it", Observation{DrainRate: 1 * rate.Mbps, Idle: -time.Millisecond},
+			func(b, a rate.Bitrate) bool { return a == b }},
+		{"discards in a keyframe's wake are ignored", Observation{DrainRate: 1 * rate.Mbps, Skipped: 2, Keyframe: true},
+			func(b, a rate.Bitrate) bool { return a == b }},
 		{"unknown drain keeps it", Observation{},
 			func(b, a rate.Bitrate) bool { return a == b }},
-		{"unknown drain with skips lowers it", Observation{Skipped: 1},
-			func(b, a rate.Bitrate) bool { return a < b }},
+		{"unknown drain with skips keeps it", Observation{Skipped: 1},
+			func(b, a rate.Bitrate) bool { return a == b }},
 		{"a huge sample rises at most maxRise", Observation{DrainRate: 1 * rate.Gbps},
 			func(b, a rate.Bitrate) bool { return a <= b.Scale(maxRise)+1 && a > b }},
 		{"a collapse falls at most to maxFall", Observation{DrainRate: 1 * rate.Kbps},
@@ -102,7 +110,7 @@ func TestControllerSignals(t *testing.T) {
 
 func TestControllerRungHysteresis(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	c := NewController(testLadder, 300*rate.Kbps)
+	c := NewController(testLadder, 400*rate.Kbps)
 	if c.Rung().Size.W != 320 {
 		t.Fatalf("start rung %v, want 320x180", c.Rung().Size)
 	}
@@ -111,7 +119,7 @@ func TestControllerRungHysteresis(t *testing.T) {
 	var upAt time.Time
 	t1 := t0
 	for i := range 200 {
-		d := c.Update(Observation{Now: t1, DrainRate: 2 * rate.Mbps, AppLimited: true})
+		d := c.Update(Observation{Now: t1, DrainRate: 2 * rate.Mbps, Idle: 10 * time.Millisecond})
 		if d.RungChanged {
 			upAt = t1
 			break
@@ -152,9 +160,40 @@ func TestControllerRungHysteresis(t *testing.T) {
 func TestControllerMaxRung(t *testing.T) {
 	c := NewController(testLadder[:3], 1*rate.Mbps) // max 640x360
 	d, _ := run(c, time.Unix(0, 0), 30*20, func(int) Observation {
-		return Observation{DrainRate: 1 * rate.Gbps, AppLimited: true}
+		return Observation{DrainRate: 1 * rate.Gbps, Idle: 10 * time.Millisecond}
 	})
 	if d.Rung.Size.W != 640 || d.Bitrate != testLadder[2].Max {
 		t.Fatalf("on a fast path with max 640x360: %v at %v, want 640x360 at %v", d.Rung.Size, d.Bitrate, testLadder[2].Max)
+	}
+}
+
+// TestControllerRecovers pushes the gain down with a burst of discarded
+// frames (as a sudden drop in the path's rate would) and checks that an idle
+// link brings the target back to the drain rate within seconds.
+func TestControllerRecovers(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	t0 := time.Unix(0, 0)
+	_, t1 := run(c, t0, 30, func(int) Observation { return Observation{DrainRate: 2 * rate.Mbps, Skipped: 3} })
+	if got := c.Target(); got > (2 * rate.Mbps).Scale(minGain*1.01) {
+		t.Fatalf("after discards: target %v, want about %v", got, (2 * rate.Mbps).Scale(minGain))
+	}
+	run(c, t1, 8*30, func(int) Observation { return Observation{DrainRate: 2 * rate.Mbps, Idle: 10 * time.Millisecond} })
+	if got := c.Target(); got < (2 * rate.Mbps).Scale(0.95) {
+		t.Fatalf("after 8 s of an idle link: target %v, want at least 95%% of 2 Mb/s", got)
+	}
+}
+
+// TestControllerQueueingOncePerRTT checks that a persistent queueing signal
+// lowers the gain once per round trip, not once per frame: the RTT reflects
+// a change only a round trip later.
+func TestControllerQueueingOncePerRTT(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	queued := func(int) Observation {
+		return Observation{DrainRate: 2 * rate.Mbps, RTT: 400 * time.Millisecond, MinRTT: 172 * time.Millisecond}
+	}
+	// 12 frames at 30 fps span 367 ms: within one 400 ms round trip.
+	run(c, time.Unix(0, 0), 12, queued)
+	if got, want := c.Target(), (2 * rate.Mbps).Scale(queueFactor); got != want {
+		t.Fatalf("after one round trip of queueing: target %v, want %v (one decrease)", got, want)
 	}
 }

@@ -37,7 +37,10 @@ type Config struct {
 	Source  *media.Source // required; the sender sets its size
 	Name    string        // stream name sent to the viewer; "" means "replenish"
 	MaxSize media.Size    // largest rung used; zero means the whole ladder
-	Start   rate.Bitrate  // initial target; zero means 500 kb/s
+	// Start is the initial target; zero means 500 kb/s. Over a transport
+	// that reports no drain rate (no source buffer management), the target
+	// stays there unless frames are discarded waiting for the transport.
+	Start rate.Bitrate
 	FPS     int           // the source's frame rate; zero means 30
 	SSRC    uint32        // zero means random
 	// MinKeyframeGap rate-limits requested keyframes; zero means 500 ms.
@@ -80,14 +83,16 @@ const (
 // Sender encodes and sends one stream. Its methods are safe for concurrent
 // use, but Run must not be called concurrently with itself.
 type Sender struct {
-	cfg    Config
-	log    *slog.Logger
-	ssrc   uint32
-	ctrl   *Controller
-	pkt    *framer.Packetizer
-	enc    *media.Encoder // owned by Run's goroutine
-	keyReq atomic.Bool
-	offset atomic.Int64 // viewer clock minus sender clock, ns; see SetClockOffset
+	cfg  Config
+	log  *slog.Logger
+	ssrc uint32
+	ctrl *Controller
+	pkt  *framer.Packetizer
+	enc  *media.Encoder // owned by Run's goroutine
+	// lastWasKey says the previous frame was a keyframe; Run's goroutine.
+	lastWasKey bool
+	keyReq     atomic.Bool
+	offset     atomic.Int64 // viewer clock minus sender clock, ns; see SetClockOffset
 
 	mu        sync.Mutex // guards the fields below
 	nextID    uint64
@@ -250,7 +255,14 @@ func (s *Sender) nextFrame(ctx context.Context) (*media.Frame, int, error) {
 
 func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, skipped int) error {
 	now := time.Now()
-	d := s.ctrl.Update(Observation{Now: now, DrainRate: inv.DrainRate, AppLimited: inv.AppLimited, Skipped: skipped})
+	// The link idled if the backlog at the invitation drained before now.
+	idle := now.Sub(inv.At)
+	if inv.DrainRate > 0 {
+		idle -= inv.DrainRate.Duration(inv.Unsent)
+	}
+	d := s.ctrl.Update(Observation{Now: now, DrainRate: inv.DrainRate, Skipped: skipped, Idle: idle, Keyframe: s.lastWasKey,
+		RTT: inv.RTT, MinRTT: inv.MinRTT,
+	})
 	if d.RungChanged {
 		s.cfg.Source.SetSize(d.Rung.Size) // frames rendered from now on
 		s.log.Debug("rung", "size", d.Rung.Size, "target", d.Bitrate)
@@ -274,6 +286,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	s.mu.Lock()
 	id := s.nextID
 	s.nextID++
+	s.lastWasKey = ef.Key
 	if ef.Key {
 		s.lastKey = ef.End
 		s.status.Keyframes++
@@ -307,8 +320,16 @@ func (s *Sender) ensureEncoder(size media.Size, b rate.Bitrate) error {
 		s.enc = enc
 		return nil
 	}
+	// Small changes are not worth a rate-control reconfiguration.
+	if cur := s.enc.Bitrate(); cur > 0 && b > cur.Scale(1-bitrateStep) && b < cur.Scale(1+bitrateStep) {
+		return nil
+	}
 	return s.enc.SetBitrate(b)
 }
+
+// bitrateStep is the relative change of target below which the encoder
+// keeps its bitrate.
+const bitrateStep = 0.05
 
 // takeKeyframe reports whether this frame should be a keyframe: one is
 // pending and the last keyframe is at least MinKeyframeGap old. The first

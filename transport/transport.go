@@ -35,14 +35,18 @@ func (w Wake) String() string {
 	return "unknown"
 }
 
-// Invitation is the transport's offer to take one more frame now.
+// Invitation is the transport's offer to take one more frame now. A
+// transport that does not manage its source buffer (TCP's default and lowat
+// modes) leaves DrainRate, AppLimited, RTT and MinRTT zero: it models an
+// application that has no view of the path.
 type Invitation struct {
-	At         time.Time    // when the transport decided to invite
-	DrainRate  rate.Bitrate // estimated rate at which the backlog drains; 0 if unknown
-	AppLimited bool         // the latest rate sample was application-limited
-	Unsent     int          // bytes accepted by the transport but not yet sent
-	Threshold  int          // bytes: the unsent level at or below which it invites
-	RTT        time.Duration
+	At         time.Time     // when the transport decided to invite
+	DrainRate  rate.Bitrate  // estimated rate at which the backlog drains; 0 if unknown
+	AppLimited bool          // the latest rate sample was application-limited
+	Unsent     int           // bytes accepted by the transport but not yet sent
+	Threshold  int           // bytes: the unsent level at or below which it invites
+	RTT        time.Duration // smoothed round-trip time; 0 if unknown
+	MinRTT     time.Duration // smallest round trip seen; 0 if unknown
 	Wake       Wake
 }
 

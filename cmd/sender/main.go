@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"replenish/media"
+	"replenish/rate"
 	"replenish/sender"
 	"replenish/sender/tcpsend"
 	"replenish/transport/tcp"
@@ -41,6 +42,8 @@ type options struct {
 	verbose   bool
 	status    bool
 	records   string
+	bitrate   string
+	start     rate.Bitrate // parsed from bitrate
 }
 
 func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, error) {
@@ -57,6 +60,7 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 	fs.DurationVar(&o.replenish, "replenish", 15*time.Millisecond, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
 	fs.IntVar(&o.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
 	fs.BoolVar(&o.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
+	fs.StringVar(&o.bitrate, "bitrate", "1mbit", "initial target `bitrate` (e.g. 500kbit, 2mbit); in default and lowat modes, which give the sender no view of the path, the target stays there")
 	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
 	fs.StringVar(&o.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
@@ -71,6 +75,7 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
+	var err error
 	if _, _, err := net.SplitHostPort(o.to); err != nil {
 		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-to %q: want host:port: %v", o.to, err)
 	}
@@ -79,6 +84,9 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 	}
 	if o.name == "" || len(o.name) > 64 {
 		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
+	}
+	if o.start, err = rate.Parse(o.bitrate); err != nil || o.start < 10*rate.Kbps || o.start > 100*rate.Mbps {
+		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-bitrate %q: want a rate from 10kbit to 100mbit", o.bitrate)
 	}
 	maxRes, err := media.ParseSize(o.maxRes)
 	if err == nil && !onLadder(maxRes) {
@@ -159,7 +167,7 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 
 	var rec *records
-	scfg := sender.Config{Name: o.name, MaxSize: maxRes, FPS: o.fps, Logger: log}
+	scfg := sender.Config{Name: o.name, MaxSize: maxRes, FPS: o.fps, Start: o.start, Logger: log}
 	if o.records != "" {
 		if rec, err = openRecords(o.records); err != nil {
 			fmt.Fprintf(stderr, "sender: -records: %v\n", err)

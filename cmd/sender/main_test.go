@@ -36,6 +36,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "bad size", args: []string{"-max-res", "big"}, wantErr: "-max-res"},
 		{name: "size below the ladder", args: []string{"-max-res", "80x46"}, wantErr: "-max-res"},
 		{name: "empty name", args: []string{"-name", ""}, wantErr: "-name"},
+		{name: "bad bitrate", args: []string{"-bitrate", "fast"}, wantErr: "-bitrate"},
+		{name: "tiny bitrate", args: []string{"-bitrate", "1kbit"}, wantErr: "-bitrate"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -315,15 +315,18 @@ func (c *Conn) Close() error {
 // invitationLocked builds the Invitation for a decision taken on info.
 func (c *Conn) invitationLocked(info Info, d Decision, w transport.Wake) transport.Invitation {
 	inv := transport.Invitation{
-		At:         time.Now(),
-		DrainRate:  d.DrainRate,
-		AppLimited: info.AppLimited,
-		Unsent:     info.NotsentBytes,
-		RTT:        info.RTT,
-		Wake:       w,
+		At:     time.Now(),
+		Unsent: info.NotsentBytes,
+		Wake:   w,
 	}
 	switch c.cfg.Mode {
 	case ModeReplenish:
+		// Only source buffer management tells the application what the
+		// path carries; the other modes model an application without it,
+		// which learns of congestion only from writes that block.
+		inv.DrainRate = d.DrainRate
+		inv.AppLimited = info.AppLimited
+		inv.RTT, inv.MinRTT = info.RTT, info.MinRTT
 		inv.Threshold = d.Limit
 	case ModeLowat:
 		inv.Threshold = (c.cfg.Lowat - 1) / 2
