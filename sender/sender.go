@@ -41,8 +41,8 @@ type Config struct {
 	// that reports no drain rate (no source buffer management), the target
 	// stays there unless frames are discarded waiting for the transport.
 	Start rate.Bitrate
-	FPS     int           // the source's frame rate; zero means 30
-	SSRC    uint32        // zero means random
+	FPS   int    // the source's frame rate; zero means 30
+	SSRC  uint32 // zero means random
 	// MinKeyframeGap rate-limits requested keyframes; zero means 500 ms.
 	MinKeyframeGap time.Duration
 	// OnFrame, if set, receives each frame's record once its departure is
