@@ -17,6 +17,7 @@ import (
 type Options struct {
 	NoDelay      bool   // TCP_NODELAY
 	NotsentLowat uint32 // TCP_NOTSENT_LOWAT at setup; NoLowat means no limit
+	SendBuffer   int    // SO_SNDBUF as read back when Config.SendBuffer set it; 0 otherwise
 	Timestamping int    // SO_TIMESTAMPING flags; 0 when off
 	// KeyBase is the OPT_ID key of the first byte the Conn writes: 0 when
 	// the kernel supports SOF_TIMESTAMPING_OPT_ID_TCP, otherwise the bytes

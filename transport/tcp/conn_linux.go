@@ -80,6 +80,15 @@ func (c *Conn) setupFD(fd int) error {
 		return fmt.Errorf("%w: TCP_NOTSENT_LOWAT reads %d, set %d", ErrOption, c.opts.NotsentLowat, lowat)
 	}
 
+	if c.cfg.SendBuffer > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, c.cfg.SendBuffer); err != nil {
+			return fmt.Errorf("tcp: setsockopt SO_SNDBUF %d: %w", c.cfg.SendBuffer, err)
+		}
+		if c.opts.SendBuffer, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil {
+			return fmt.Errorf("tcp: getsockopt SO_SNDBUF: %w", err)
+		}
+	}
+
 	if c.cfg.NoTimestamps {
 		return nil
 	}

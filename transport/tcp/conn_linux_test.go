@@ -272,6 +272,7 @@ func TestOptionsReadBack(t *testing.T) {
 		{"default", Config{Mode: ModeDefault}, true, NoLowat},
 		{"default nagle", Config{Mode: ModeDefault, Nagle: true}, false, NoLowat},
 		{"no timestamps", Config{NoTimestamps: true}, true, NoLowat},
+		{"default send buffer", Config{Mode: ModeDefault, SendBuffer: 1 << 20}, true, NoLowat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Start from the opposite of what New should set, and a
@@ -309,6 +310,13 @@ func TestOptionsReadBack(t *testing.T) {
 			}
 			if tc.cfg.NoTimestamps != (ts == 0) || o.Timestamping != ts {
 				t.Errorf("SO_TIMESTAMPING = %#x, Options %#x, NoTimestamps %v", ts, o.Timestamping, tc.cfg.NoTimestamps)
+			}
+			// Linux doubles SO_SNDBUF (within net.core.wmem_max).
+			if tc.cfg.SendBuffer > 0 && o.SendBuffer < tc.cfg.SendBuffer {
+				t.Errorf("SO_SNDBUF reads %d, set %d", o.SendBuffer, tc.cfg.SendBuffer)
+			}
+			if tc.cfg.SendBuffer == 0 && o.SendBuffer != 0 {
+				t.Errorf("Options.SendBuffer %d without Config.SendBuffer", o.SendBuffer)
 			}
 		})
 	}

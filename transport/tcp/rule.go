@@ -102,8 +102,8 @@ type Decision struct {
 	// unknown.
 	Threshold int
 	// Limit is the largest unsent backlog the rule invites at with the same
-	// estimates: Threshold, raised to MSS-1 by the sub-MSS clause, or
-	// MaxLimit when no rate is known.
+	// estimates: half the Threshold (Linux's write-space hysteresis), raised
+	// to MSS-1 by the sub-MSS clause, or MaxLimit when no rate is known.
 	Limit int
 }
 
@@ -114,10 +114,20 @@ type Decision struct {
 // min(cwnd*MSS, peer window)/SRTT; the threshold is drain rate × replenish
 // time. The rule invites when nothing is unsent, when no drain rate is
 // known (erring toward inviting rather than stalling), when the unsent
-// backlog is at or below the threshold, or when Nagle is on (and the clause
-// is not disabled) and less than one MSS is unsent. The sub-MSS clause never
-// applies with TCP_NODELAY: there it would pool writes behind a blocked
-// segment instead of letting each travel as its own small packet.
+// backlog has drained to half the threshold or less, or when Nagle is on
+// (and the clause is not disabled) and less than one MSS is unsent. The
+// sub-MSS clause never applies with TCP_NODELAY: there it would pool writes
+// behind a blocked segment instead of letting each travel as its own small
+// packet.
+//
+// Half the threshold is Linux's convention for write readiness: poll()
+// reports a socket writable when its TCP_NOTSENT_LOWAT backlog is at half
+// the limit (and the send buffer when a third is free), so that an
+// application woken by it has room for a real write rather than thrashing
+// at the edge. The measured kernel implementation of TCP_REPLENISH_TIME
+// (seeds/000) wakes the same way, so a replenish time here means what it
+// would mean to a kernel that had the option: an application that writes
+// when invited finds at most half a replenish time of data ahead of it.
 func Decide(in RuleInput) Decision {
 	var d Decision
 	d.DrainRate, d.Source = drainRate(in)
@@ -125,7 +135,7 @@ func Decide(in RuleInput) Decision {
 		d.Limit = MaxLimit
 	} else {
 		d.Threshold = thresholdBytes(d.DrainRate, in.ReplenishTime)
-		d.Limit = d.Threshold
+		d.Limit = d.Threshold / 2
 		if subMSSClause(in) {
 			d.Limit = max(d.Limit, in.MSS-1)
 		}
@@ -135,7 +145,7 @@ func Decide(in RuleInput) Decision {
 		d.Invite, d.Reason = true, ReasonEmpty
 	case d.Source == DrainUnknown:
 		d.Invite, d.Reason = true, ReasonNoEstimate
-	case in.Unsent <= d.Threshold:
+	case in.Unsent <= d.Threshold/2:
 		d.Invite, d.Reason = true, ReasonBelowThreshold
 	case subMSSClause(in) && in.Unsent < in.MSS:
 		d.Invite, d.Reason = true, ReasonSubMSS

@@ -1,7 +1,6 @@
 package tcp
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -36,45 +35,46 @@ func TestDecide(t *testing.T) {
 		threshold int
 		limit     int
 	}{
-		{"empty backlog", with(sampled, unsent(0)), true, ReasonEmpty, DrainDelivery, 8 * rate.Mbps, 15000, 15000},
+		{"empty backlog", with(sampled, unsent(0)), true, ReasonEmpty, DrainDelivery, 8 * rate.Mbps, 15000, 7500},
 		{"empty backlog, zero window", with(fresh, func(in *RuleInput) { in.SndWnd = 0 }), true, ReasonEmpty, DrainWindow, 0, 0, 0},
-		{"at threshold", with(sampled, unsent(15000)), true, ReasonBelowThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 15000},
-		{"one byte over threshold", with(sampled, unsent(15001)), false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 15000},
-		{"far over threshold", with(sampled, unsent(1<<20)), false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 15000},
-		{"sample preferred over window", with(sampled, func(in *RuleInput) { in.Unsent = 15001; in.Cwnd = 1 << 20 }),
-			false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 15000},
-		{"no sample: cwnd/srtt at threshold", with(fresh, unsent(21720)), true, ReasonBelowThreshold, DrainWindow, 11584 * rate.Kbps, 21720, 21720},
-		{"no sample: cwnd/srtt over threshold", with(fresh, unsent(21721)), false, ReasonAboveThreshold, DrainWindow, 11584 * rate.Kbps, 21720, 21720},
-		{"no sample: peer window limits", with(fresh, func(in *RuleInput) { in.Unsent = 7501; in.SndWnd = 5000 }),
-			false, ReasonAboveThreshold, DrainWindow, 4 * rate.Mbps, 7500, 7500},
-		{"no sample: peer window limits, at threshold", with(fresh, func(in *RuleInput) { in.Unsent = 7500; in.SndWnd = 5000 }),
-			true, ReasonBelowThreshold, DrainWindow, 4 * rate.Mbps, 7500, 7500},
-		{"no sample: window unknown", with(fresh, func(in *RuleInput) { in.Unsent = 21720; in.SndWnd = -1 }),
-			true, ReasonBelowThreshold, DrainWindow, 11584 * rate.Kbps, 21720, 21720},
+		{"at half the threshold", with(sampled, unsent(7500)), true, ReasonBelowThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 7500},
+		{"one byte over half the threshold", with(sampled, unsent(7501)), false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 7500},
+		{"at the threshold", with(sampled, unsent(15000)), false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 7500},
+		{"far over threshold", with(sampled, unsent(1<<20)), false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 7500},
+		{"sample preferred over window", with(sampled, func(in *RuleInput) { in.Unsent = 7501; in.Cwnd = 1 << 20 }),
+			false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 7500},
+		{"no sample: cwnd/srtt at half the threshold", with(fresh, unsent(10860)), true, ReasonBelowThreshold, DrainWindow, 11584 * rate.Kbps, 21720, 10860},
+		{"no sample: cwnd/srtt over half the threshold", with(fresh, unsent(10861)), false, ReasonAboveThreshold, DrainWindow, 11584 * rate.Kbps, 21720, 10860},
+		{"no sample: peer window limits", with(fresh, func(in *RuleInput) { in.Unsent = 3751; in.SndWnd = 5000 }),
+			false, ReasonAboveThreshold, DrainWindow, 4 * rate.Mbps, 7500, 3750},
+		{"no sample: peer window limits, at half the threshold", with(fresh, func(in *RuleInput) { in.Unsent = 3750; in.SndWnd = 5000 }),
+			true, ReasonBelowThreshold, DrainWindow, 4 * rate.Mbps, 7500, 3750},
+		{"no sample: window unknown", with(fresh, func(in *RuleInput) { in.Unsent = 10860; in.SndWnd = -1 }),
+			true, ReasonBelowThreshold, DrainWindow, 11584 * rate.Kbps, 21720, 10860},
 		{"no sample: zero window", with(fresh, func(in *RuleInput) { in.Unsent = 1; in.SndWnd = 0 }),
 			false, ReasonAboveThreshold, DrainWindow, 0, 0, 0},
 		{"no rtt at all", with(fresh, func(in *RuleInput) { in.Unsent = 1 << 20; in.SRTT = 0 }),
 			true, ReasonNoEstimate, DrainUnknown, 0, 0, MaxLimit},
 		{"no cwnd at all", with(fresh, func(in *RuleInput) { in.Unsent = 1 << 20; in.Cwnd = 0 }),
 			true, ReasonNoEstimate, DrainUnknown, 0, 0, MaxLimit},
-		{"sub-MSS, nodelay", with(slow, unsent(412)), false, ReasonAboveThreshold, DrainDelivery, 100 * rate.Kbps, 187, 187},
+		{"sub-MSS, nodelay", with(slow, unsent(412)), false, ReasonAboveThreshold, DrainDelivery, 100 * rate.Kbps, 187, 93},
 		{"sub-MSS, nagle", with(slow, func(in *RuleInput) { in.Unsent = 412; in.Nagle = true }),
 			true, ReasonSubMSS, DrainDelivery, 100 * rate.Kbps, 187, 1227},
 		{"sub-MSS, nagle, clause dropped", with(slow, func(in *RuleInput) { in.Unsent = 412; in.Nagle = true; in.NoSubMSSClause = true }),
-			false, ReasonAboveThreshold, DrainDelivery, 100 * rate.Kbps, 187, 187},
+			false, ReasonAboveThreshold, DrainDelivery, 100 * rate.Kbps, 187, 93},
 		{"MSS-1, nagle", with(slow, func(in *RuleInput) { in.Unsent = 1227; in.Nagle = true }),
 			true, ReasonSubMSS, DrainDelivery, 100 * rate.Kbps, 187, 1227},
 		{"one MSS, nagle", with(slow, func(in *RuleInput) { in.Unsent = 1228; in.Nagle = true }),
 			false, ReasonAboveThreshold, DrainDelivery, 100 * rate.Kbps, 187, 1227},
-		{"below threshold wins over sub-MSS", with(slow, func(in *RuleInput) { in.Unsent = 100; in.Nagle = true }),
+		{"below threshold wins over sub-MSS", with(slow, func(in *RuleInput) { in.Unsent = 90; in.Nagle = true }),
 			true, ReasonBelowThreshold, DrainDelivery, 100 * rate.Kbps, 187, 1227},
-		{"nagle, threshold above MSS", with(sampled, func(in *RuleInput) { in.Unsent = 15001; in.Nagle = true }),
-			false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 15000},
+		{"nagle, threshold above MSS", with(sampled, func(in *RuleInput) { in.Unsent = 7501; in.Nagle = true }),
+			false, ReasonAboveThreshold, DrainDelivery, 8 * rate.Mbps, 15000, 7500},
 		{"huge rate and time clamp", with(sampled, func(in *RuleInput) {
-			in.Unsent = math.MaxInt32
+			in.Unsent = MaxLimit / 2
 			in.DeliveryRate = rate.Bitrate(1 << 62)
 			in.ReplenishTime = time.Hour
-		}), true, ReasonBelowThreshold, DrainDelivery, rate.Bitrate(1 << 62), MaxLimit, MaxLimit},
+		}), true, ReasonBelowThreshold, DrainDelivery, rate.Bitrate(1 << 62), MaxLimit, MaxLimit / 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(tc.in)

@@ -110,6 +110,11 @@ type Config struct {
 	// SafetyTimeout bounds each wait for a kernel wake before the rule is
 	// re-evaluated; it is a safety net, not a clock. Zero means 1 s.
 	SafetyTimeout time.Duration
+	// SendBuffer, if positive, fixes SO_SNDBUF at this many bytes (Linux
+	// doubles the value and caps it at net.core.wmem_max; Options reports
+	// what it took) instead of letting the kernel autotune the send buffer.
+	// Comparison runs use it to reproduce an application's large buffer.
+	SendBuffer int
 	// NoTimestamps disables SO_TIMESTAMPING; SendRecords then carry no
 	// LeftHost.
 	NoTimestamps bool
@@ -213,6 +218,14 @@ func ParseMode(s string) (Config, error) {
 		return Config{}, fmt.Errorf("%w: unknown mode %q", ErrMode, name)
 	}
 	for _, opt := range parts[1:] {
+		if v, ok := strings.CutPrefix(opt, "sndbuf="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 || n > math.MaxInt32/2 || cfg.SendBuffer != 0 {
+				return Config{}, fmt.Errorf("%w: +sndbuf=%s: want one byte count from 1 to %d", ErrMode, v, math.MaxInt32/2)
+			}
+			cfg.SendBuffer = n
+			continue
+		}
 		switch {
 		case opt == "nagle" && !cfg.Nagle:
 			cfg.Nagle = true
@@ -223,7 +236,7 @@ func ParseMode(s string) (Config, error) {
 		case opt == "nagle":
 			return Config{}, fmt.Errorf("%w: +nagle repeated", ErrMode)
 		default:
-			return Config{}, fmt.Errorf("%w: unknown option %q (want +nagle)", ErrMode, "+"+opt)
+			return Config{}, fmt.Errorf("%w: unknown option %q (want +nagle, +nosubmss or +sndbuf=BYTES)", ErrMode, "+"+opt)
 		}
 	}
 	return cfg, nil
@@ -252,6 +265,9 @@ func (c Config) String() string {
 		if c.NoSubMSSClause {
 			b.WriteString("+nosubmss")
 		}
+	}
+	if c.SendBuffer > 0 {
+		b.WriteString("+sndbuf=" + strconv.Itoa(c.SendBuffer))
 	}
 	return b.String()
 }

@@ -24,6 +24,8 @@ func TestParseMode(t *testing.T) {
 		{"default", Config{Mode: ModeDefault}, ""},
 		{"default+nagle", Config{Mode: ModeDefault, Nagle: true}, ""},
 		{" default ", Config{Mode: ModeDefault}, "default"},
+		{"default+sndbuf=4194304", Config{Mode: ModeDefault, SendBuffer: 4194304}, ""},
+		{"default+sndbuf=4194304+nagle", Config{Mode: ModeDefault, SendBuffer: 4194304, Nagle: true}, "default+nagle+sndbuf=4194304"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseMode(tc.in)
@@ -69,6 +71,9 @@ func TestParseModeErrors(t *testing.T) {
 		{"nosubmss without nagle", "replenish+nosubmss"},
 		{"empty option", "replenish+"},
 		{"default with value", "default=1"},
+		{"sndbuf zero", "default+sndbuf=0"},
+		{"sndbuf not a number", "default+sndbuf=8M"},
+		{"sndbuf twice", "default+sndbuf=1000+sndbuf=2000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := ParseMode(tc.in)
