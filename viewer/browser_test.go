@@ -13,10 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"replenish/framer"
+	"replenish/internal/headless"
 	"replenish/media"
 )
-
-const chromiumPath = "/usr/bin/chromium"
 
 // newBrowser starts a headless Chromium with a fresh profile and returns a
 // context for one tab. It skips the test when Chromium is not installed.
@@ -25,28 +24,14 @@ func newBrowser(t *testing.T) context.Context {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("the page test needs Chromium at %s (Debian package chromium): %v", chromiumPath, err)
+	if _, err := headless.Path(); err != nil {
+		t.Skip(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.NoSandbox,
-		chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.WindowSize(1400, 1000),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
+	ctx, cancel, err := headless.Start(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cancel)
 	return ctx
 }
 
