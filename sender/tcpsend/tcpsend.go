@@ -32,6 +32,12 @@ type Config struct {
 	Logger       *slog.Logger
 }
 
+// userTimeout ends a connection whose sent data has gone unacknowledged
+// this long (the viewer's host vanished), so that the sender reconnects
+// rather than wait out the kernel's retransmissions (about 15 minutes). An
+// outage shorter than this recovers on the same connection.
+const userTimeout = 20 * time.Second
+
 // Backoff bounds between reconnection attempts.
 const (
 	minBackoff = 100 * time.Millisecond
@@ -49,6 +55,9 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.TCP.OnSent = cfg.Sender.Sent
+	if cfg.TCP.UserTimeout == 0 {
+		cfg.TCP.UserTimeout = userTimeout
+	}
 	if cfg.TCP.Logger == nil {
 		cfg.TCP.Logger = cfg.Logger
 	}

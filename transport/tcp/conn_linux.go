@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -86,6 +87,13 @@ func (c *Conn) setupFD(fd int) error {
 		}
 		if c.opts.SendBuffer, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil {
 			return fmt.Errorf("tcp: getsockopt SO_SNDBUF: %w", err)
+		}
+	}
+
+	if c.cfg.UserTimeout > 0 {
+		ms := int(min(c.cfg.UserTimeout.Milliseconds(), math.MaxInt32))
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, ms); err != nil {
+			return fmt.Errorf("tcp: setsockopt TCP_USER_TIMEOUT %d ms: %w", ms, err)
 		}
 	}
 

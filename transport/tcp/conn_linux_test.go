@@ -273,6 +273,7 @@ func TestOptionsReadBack(t *testing.T) {
 		{"default nagle", Config{Mode: ModeDefault, Nagle: true}, false, NoLowat},
 		{"no timestamps", Config{NoTimestamps: true}, true, NoLowat},
 		{"default send buffer", Config{Mode: ModeDefault, SendBuffer: 1 << 20}, true, NoLowat},
+		{"user timeout", Config{UserTimeout: 7 * time.Second}, true, NoLowat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Start from the opposite of what New should set, and a
@@ -314,6 +315,11 @@ func TestOptionsReadBack(t *testing.T) {
 			// Linux doubles SO_SNDBUF (within net.core.wmem_max).
 			if tc.cfg.SendBuffer > 0 && o.SendBuffer < tc.cfg.SendBuffer {
 				t.Errorf("SO_SNDBUF reads %d, set %d", o.SendBuffer, tc.cfg.SendBuffer)
+			}
+			var uto int
+			e.c.raw.Control(func(fd uintptr) { uto, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
+			if want := int(tc.cfg.UserTimeout.Milliseconds()); uto != want {
+				t.Errorf("TCP_USER_TIMEOUT = %d ms, want %d", uto, want)
 			}
 			if tc.cfg.SendBuffer == 0 && o.SendBuffer != 0 {
 				t.Errorf("Options.SendBuffer %d without Config.SendBuffer", o.SendBuffer)

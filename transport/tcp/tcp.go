@@ -115,6 +115,10 @@ type Config struct {
 	// what it took) instead of letting the kernel autotune the send buffer.
 	// Comparison runs use it to reproduce an application's large buffer.
 	SendBuffer int
+	// UserTimeout, if positive, sets TCP_USER_TIMEOUT: the connection
+	// fails when sent data stays unacknowledged this long (a peer that
+	// vanished), instead of after the kernel's many retransmissions.
+	UserTimeout time.Duration
 	// NoTimestamps disables SO_TIMESTAMPING; SendRecords then carry no
 	// LeftHost.
 	NoTimestamps bool
