@@ -191,6 +191,12 @@ func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
 
 // Write writes b as it is, in one write call, and tracks it as one record
 // with the given id (bulk workloads use it; media goes through WriteFrame).
+// With TCP_NODELAY and timestamps on, the write ends its own segment
+// (MSG_EOR): Linux would otherwise append the next write to the same unsent
+// skb and move the departure stamp to it, so that this write would take the
+// later write's departure time. With Nagle on, merging small writes is
+// Nagle's purpose, so writes are left to merge, and a merged write reports
+// the departure of the write that completed its segment (a later time).
 // It blocks until the kernel has taken every byte: in replenish and default
 // modes only a full send buffer can hold it up (an invitation never limits a
 // write); in lowat mode Linux gates the write at Config.Lowat. The
@@ -205,7 +211,7 @@ func (c *Conn) Write(id uint64, b []byte) error {
 		h()
 	}
 	start := time.Now()
-	n, werr := c.tc.Write(b)
+	n, werr := c.write(b)
 	end := time.Now()
 
 	rec := transport.SendRecord{ID: id, Bytes: n, WriteStart: start, WriteEnd: end}

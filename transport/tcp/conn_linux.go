@@ -477,3 +477,36 @@ func (c *Conn) drainInLocked(fd int) {
 	}
 	c.rbuf = c.rbuf[:copy(c.rbuf, b)]
 }
+
+// write writes all of b. With TCP_NODELAY and timestamps on it sends with
+// MSG_EOR, so that no later write joins the skb carrying b's last byte and
+// its departure stamp stays b's; otherwise it is a plain write. It blocks
+// while the send buffer is full (or, in lowat mode, while Linux gates the
+// write) and returns the bytes written.
+func (c *Conn) write(b []byte) (int, error) {
+	if c.cfg.Nagle || c.opts.Timestamping == 0 {
+		return c.tc.Write(b)
+	}
+	n := 0
+	var serr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := unix.SendmsgN(int(fd), b[n:], nil, nil, unix.MSG_EOR|unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+			switch err {
+			case nil:
+				n += m
+			case unix.EINTR:
+			case unix.EAGAIN:
+				return false // wait for write space
+			default:
+				serr = err
+				return true
+			}
+		}
+		return true
+	})
+	if serr != nil {
+		return n, serr
+	}
+	return n, err
+}

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -424,48 +425,58 @@ func TestTimestampKeys(t *testing.T) {
 	<-done
 }
 
-// TestTimestampsCoalesced checks that small frames written behind a closed
-// window, which Linux coalesces into one skb carrying only the last write's
-// stamp key, all get a departure time.
+// TestTimestampsCoalesced writes small frames behind a closed window. With
+// Nagle on, Linux coalesces them into one skb carrying only the last write's
+// stamp key, and every record must still get a departure time. With
+// TCP_NODELAY each write ends its own skb (MSG_EOR), so each gets its own
+// stamp.
 func TestTimestampsCoalesced(t *testing.T) {
-	var rec recorder
-	e := newPair(t, Config{ReplenishTime: time.Microsecond, OnSent: rec.add}, pairOptions{peerRcvBuf: 64 << 10})
-	filled := fillUnsent(t, e, 32000, 256<<10)
-	const small = 50
-	for i := range small {
-		if err := e.c.WriteFrame(uint64(i), frame(1, 200, byte(i))); err != nil {
-			t.Fatal(err)
-		}
+	for _, nagle := range []bool{true, false} {
+		t.Run(fmt.Sprintf("nagle=%v", nagle), func(t *testing.T) {
+			var rec recorder
+			e := newPair(t, Config{ReplenishTime: time.Microsecond, Nagle: nagle, OnSent: rec.add}, pairOptions{peerRcvBuf: 64 << 10})
+			filled := fillUnsent(t, e, 32000, 256<<10)
+			const small = 50
+			for i := range small {
+				if err := e.c.WriteFrame(uint64(i), frame(1, 200, byte(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stampsBefore := e.c.Stats().StampsSent
+			done := discard(e.peer)
+			want := filled + small
+			eventually(t, "every record", func() bool {
+				e.c.Poll()
+				return len(rec.get()) == want
+			})
+			st := e.c.Stats()
+			t.Logf("%d frames (%d small), SND stamps while backlogged %d, total %d; stats %+v", want, small, stampsBefore, st.StampsSent, st)
+			var ids []uint64
+			for _, r := range rec.get() {
+				if r.LeftHost.IsZero() || r.LeftHost.Before(r.WriteStart) {
+					t.Errorf("record %d: LeftHost %v, WriteStart %v", r.ID, r.LeftHost, r.WriteStart)
+				}
+				if r.ID < 1000000 {
+					ids = append(ids, r.ID)
+				}
+			}
+			if len(ids) != small || !slices.IsSorted(ids) {
+				t.Errorf("small frames delivered as %v", ids)
+			}
+			n := st.StampsSent - stampsBefore
+			if nagle && n >= small {
+				t.Errorf("%d SND stamps for %d small frames: they did not coalesce, so this test did not exercise matching", n, small)
+			}
+			if !nagle && n < small {
+				t.Errorf("%d SND stamps for %d small frames with TCP_NODELAY: writes merged, so some took a later write's departure", n, small)
+			}
+			if st.Pending != 0 || st.RecordsUnstamped != 0 || st.RecordsStamped != uint64(want) {
+				t.Errorf("stats %+v", st)
+			}
+			e.tc.CloseWrite()
+			<-done
+		})
 	}
-	stampsBefore := e.c.Stats().StampsSent
-	done := discard(e.peer)
-	want := filled + small
-	eventually(t, "every record", func() bool {
-		e.c.Poll()
-		return len(rec.get()) == want
-	})
-	st := e.c.Stats()
-	t.Logf("%d frames (%d small), SND stamps while backlogged %d, total %d; stats %+v", want, small, stampsBefore, st.StampsSent, st)
-	var ids []uint64
-	for _, r := range rec.get() {
-		if r.LeftHost.IsZero() || r.LeftHost.Before(r.WriteStart) {
-			t.Errorf("record %d: LeftHost %v, WriteStart %v", r.ID, r.LeftHost, r.WriteStart)
-		}
-		if r.ID < 1000000 {
-			ids = append(ids, r.ID)
-		}
-	}
-	if len(ids) != small || !slices.IsSorted(ids) {
-		t.Errorf("small frames delivered as %v", ids)
-	}
-	if n := st.StampsSent - stampsBefore; n >= small {
-		t.Errorf("%d SND stamps for %d small frames: they did not coalesce, so this test did not exercise matching", n, small)
-	}
-	if st.Pending != 0 || st.RecordsUnstamped != 0 || st.RecordsStamped != uint64(want) {
-		t.Errorf("stats %+v", st)
-	}
-	e.tc.CloseWrite()
-	<-done
 }
 
 // TestTimestampsBounded checks that records whose stamp does not come stay

@@ -21,3 +21,6 @@ func (c *Conn) drainLocked(fd int) {}
 
 // drainInLocked does nothing: a Conn cannot be created on this platform.
 func (c *Conn) drainInLocked(fd int) {}
+
+// write writes b as it is.
+func (c *Conn) write(b []byte) (int, error) { return c.tc.Write(b) }
