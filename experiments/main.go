@@ -21,6 +21,16 @@ import (
 // commands maps a subcommand to its function, which returns the exit code.
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"loopback": loopbackMain,
+	"run":      runMain,
+	"report":   reportMain,
+	"demo":     demoMain,
+	// Hidden: the workloads, re-executed inside the namespaces by run.
+	"bulk-send": bulkSendMain,
+	"bulk-sink": bulkSinkMain,
+	"rr-client": rrClientMain,
+	"rr-server": rrServerMain,
+	// Hidden: computes the summaries of a results directory again.
+	"resummarize": resummarizeMain,
 }
 
 func main() {

@@ -29,9 +29,13 @@ import (
 	"replenish/rate"
 )
 
-// MTU is the MTU of the TUN devices, in bytes. The drop-tail queue always
-// holds at least two packets of this size.
+// MTU is the largest MTU of the TUN devices, in bytes, and their MTU when
+// Config.MTU is zero. The drop-tail queue always holds at least two packets
+// of this size.
 const MTU = 1500
+
+// MinMTU is the smallest Config.MTU accepted: IPv4's minimum datagram.
+const MinMTU = 576
 
 // DefaultQueueTime is the drop-tail limit used when a LinkConfig gives
 // neither QueueBytes nor QueueTime.
@@ -154,6 +158,10 @@ type Config struct {
 	// Window is the length of the recent window reported in Stats; 0 means
 	// DefaultWindow.
 	Window time.Duration
+	// MTU is the MTU of the TUN devices in bytes, from MinMTU to MTU; 0
+	// means MTU. A smaller one gives TCP a smaller MSS, as on paths
+	// through tunnels (1280 gives an MSS of 1228).
+	MTU int
 	// Logger receives setup, cleanup and error messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -174,6 +182,6 @@ type DirStats struct {
 	Backlog    int           // bytes in the bottleneck queue now
 	MaxBacklog int           // largest backlog seen, in bytes
 	Errors     int64         // packets the mover failed to read or write
-	Total      Counters      // since the path started
+	Total      Counters      // since the path started, or since ResetTotals
 	Window     Counters      // over the recent window (Config.Window)
 }

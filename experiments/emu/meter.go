@@ -146,6 +146,7 @@ const meterSlots = 10
 // started. It is not safe for concurrent use.
 type meter struct {
 	slot  time.Duration // window / meterSlots
+	since time.Duration // when total was last reset
 	total tally
 	slots [meterSlots]struct {
 		epoch int64 // which slot of time it holds: t / slot
@@ -207,7 +208,14 @@ func (m *meter) deliver(d Departure, now time.Duration) {
 	}
 }
 
-// counters returns the totals and the window ending at now.
+// resetTotal restarts the totals at time now; the window is kept.
+func (m *meter) resetTotal(now time.Duration) {
+	m.total = tally{}
+	m.since = now
+}
+
+// counters returns the totals (since the path started or the last
+// resetTotal) and the window ending at now.
 func (m *meter) counters(now time.Duration) (total, window Counters) {
 	e := int64(max(now, 0) / m.slot)
 	var w tally
@@ -217,5 +225,5 @@ func (m *meter) counters(now time.Duration) (total, window Counters) {
 		}
 	}
 	span := min(now, (meterSlots-1)*m.slot+now-time.Duration(e)*m.slot)
-	return m.total.counters(now), w.counters(span)
+	return m.total.counters(max(now-m.since, 0)), w.counters(span)
 }

@@ -145,3 +145,49 @@ func TestMeterWindow(t *testing.T) {
 		t.Errorf("window span at 250ms = %v, want 250ms", window.Span)
 	}
 }
+
+func TestMeterResetTotal(t *testing.T) {
+	tests := []struct {
+		name        string
+		resetAt     time.Duration // 0: no reset
+		now         time.Duration
+		wantPackets int64
+		wantSpan    time.Duration
+		wantQueue   time.Duration // total queue p50
+	}{
+		{name: "no reset", now: 2 * time.Second, wantPackets: 200, wantSpan: 2 * time.Second, wantQueue: 1 * ms},
+		{name: "reset at 1 s", resetAt: time.Second, now: 2 * time.Second, wantPackets: 100, wantSpan: time.Second, wantQueue: 50 * ms},
+		{name: "reset at the end", resetAt: 2 * time.Second, now: 2 * time.Second, wantPackets: 0, wantSpan: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMeter(time.Second)
+			// 200 packets, one every 10 ms: waits of 1 ms in the first
+			// second and 50 ms in the second.
+			for i := range 200 {
+				at := time.Duration(i) * 10 * ms
+				if tt.resetAt > 0 && at == tt.resetAt {
+					m.resetTotal(at)
+				}
+				wait := ms
+				if at >= time.Second {
+					wait = 50 * ms
+				}
+				m.deliver(Departure{At: at, Size: 100, Wait: wait}, at)
+			}
+			if tt.resetAt == tt.now {
+				m.resetTotal(tt.now)
+			}
+			total, window := m.counters(tt.now)
+			if total.Packets != tt.wantPackets || total.Span != tt.wantSpan {
+				t.Errorf("total %d packets over %v, want %d over %v", total.Packets, total.Span, tt.wantPackets, tt.wantSpan)
+			}
+			if d := total.Queue.P50 - tt.wantQueue; d < -ms || d > ms {
+				t.Errorf("total queue p50 %v, want %v", total.Queue.P50, tt.wantQueue)
+			}
+			if window.Packets != 90 {
+				t.Errorf("window %d packets, want 90 (a reset leaves the window alone)", window.Packets)
+			}
+		})
+	}
+}

@@ -42,6 +42,7 @@ type Path struct {
 	ns   [2]string     // namespace names, by Side
 	addr [2]netip.Addr // TUN addresses, by Side
 	cc   string
+	mtu  int
 	mv   *mover
 
 	nsMu     sync.RWMutex // guards nsfd and nsClosed
@@ -92,6 +93,13 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 	if strings.ContainsAny(cc, "/. \t\n") {
 		return nil, fmt.Errorf("%w: congestion control %q", ErrConfig, cc)
 	}
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = MTU
+	}
+	if mtu < MinMTU || mtu > MTU {
+		return nil, fmt.Errorf("%w: MTU %d out of range (%d to %d)", ErrConfig, mtu, MinMTU, MTU)
+	}
 	window := cfg.Window
 	if window == 0 {
 		window = DefaultWindow
@@ -128,6 +136,7 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 		ns:     [2]string{stem + "-s", stem + "-r"},
 		addr:   [2]netip.Addr{netip.AddrFrom4([4]byte{10, r[0], r[1], 1}), netip.AddrFrom4([4]byte{10, r[0], r[1], 2})},
 		cc:     cc,
+		mtu:    mtu,
 		nsfd:   [2]int{-1, -1},
 		links:  links,
 		meters: [2]*meter{newMeter(window), newMeter(window)},
@@ -219,7 +228,7 @@ func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 		return -1, fmt.Errorf("emu: namespace %s: %w", name, err)
 	}
 	batch := fmt.Sprintf("link set lo up\nlink set %s mtu %d txqueuelen 10000 up\naddr add %s peer %s dev %s\n",
-		tunName, MTU, p.addr[s], p.addr[1-s], tunName)
+		tunName, p.mtu, p.addr[s], p.addr[1-s], tunName)
 	if err := ipCmd(ctx, batch, "-n", name, "-batch", "-"); err != nil {
 		unix.Close(tun)
 		return -1, err
@@ -282,6 +291,23 @@ func (p *Path) Set(d Direction, r rate.Bitrate, delay time.Duration) {
 	}
 	p.links[d].Set(p.mv.now(), r, delay)
 	p.mv.wake()
+}
+
+// ResetTotals restarts the Total counters of both directions now: from then
+// on Stats reports in Total only what happened after the call, with
+// Total.Span counted from it. Experiments call it at the end of a warm-up so
+// that totals and percentiles cover only the measured window. MaxBacklog
+// and the recent window are not affected. It does nothing after Close.
+func (p *Path) ResetTotals() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	now := p.mv.now()
+	for _, m := range p.meters {
+		m.resetTotal(now)
+	}
 }
 
 // Stats returns a snapshot of the path's counters.

@@ -480,6 +480,8 @@ func TestStartConfigErrors(t *testing.T) {
 		{"negative reverse delay", Config{Reverse: LinkConfig{Delay: -ms}}, ErrConfig},
 		{"negative window", Config{Window: -time.Second}, ErrConfig},
 		{"congestion control with a slash", Config{CC: "../x"}, ErrConfig},
+		{"MTU too small", Config{MTU: 500}, ErrConfig},
+		{"MTU too large", Config{MTU: 9000}, ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -864,4 +866,36 @@ func BenchmarkMover86Mbps(b *testing.B) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(len(got), 1)), "cpu-ns/pkt")
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "core-%")
 	b.ReportMetric(float64(st.Forward.Total.Late.P99.Microseconds()), "late-p99-µs")
+}
+
+func TestMTU(t *testing.T) {
+	needRoot(t)
+	tests := []struct {
+		name string
+		mtu  int
+		want int
+	}{
+		{"default", 0, MTU},
+		{"tunnel", 1280, 1280},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startPath(t, Config{MTU: tt.mtu})
+			for _, s := range []Side{Sender, Receiver} {
+				var got int
+				if err := p.Do(s, func() error {
+					ifi, err := net.InterfaceByName(tunName)
+					if err == nil {
+						got = ifi.MTU
+					}
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if got != tt.want {
+					t.Errorf("%v side: MTU %d, want %d", s, got, tt.want)
+				}
+			}
+		})
+	}
 }

@@ -1,0 +1,646 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"replenish/internal/jsonl"
+	"replenish/transport"
+	"replenish/transport/tcp"
+)
+
+// The bulk and request/response workloads run as this program re-executed
+// inside the namespaces (hidden commands below), as the sender and the
+// viewer do: a crash of either leaves the runner alive to clean up, and
+// neither shares a process, a scheduler or a garbage collector with the
+// emulator's mover. Each writes its records to a JSON Lines file, and the
+// sender side prints a status line (statusLine, JSON) to stdout every
+// statusEvery for the runner's progress display. The receiving side prints
+// "ready" once it listens. SIGTERM (the command's context) ends each.
+
+// childEnv is set in the environment of re-executed children, so that a
+// test binary standing in for this program runs the command instead of its
+// tests.
+const childEnv = "REPLENISH_EXPERIMENTS_CHILD"
+
+// maxChildRecords caps a child's records file.
+const maxChildRecords = 4_000_000
+
+// statusEvery is how often a sending child prints its status line.
+const statusEvery = 500 * time.Millisecond
+
+// statusSpan is the span of the source delays a status line summarizes.
+const statusSpan = 2 * time.Second
+
+// readyLine is what a receiving child prints once it accepts connections.
+const readyLine = "ready"
+
+// sendLine is one write in a sending child's records.
+type sendLine struct {
+	Kind         string `json:"kind"` // "write"
+	ID           uint64 `json:"id"`
+	WriteStartUs int64  `json:"write_start_us"`
+	WriteEndUs   int64  `json:"write_end_us"`
+	LeftHostUs   int64  `json:"left_host_us,omitempty"` // 0: departure unknown
+	Bytes        int    `json:"bytes"`
+	DrainBps     int64  `json:"drain_bps,omitempty"` // the invitation's drain-rate estimate
+	Unsent       int    `json:"unsent"`              // unsent bytes at the invitation
+	Part         string `json:"part,omitempty"`      // rr: "header" or "body"
+	// Pending marks a write that had not left the host when the sender
+	// stopped; it has no WriteEndUs or LeftHostUs.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// maxPendingWrites bounds the writes a sending child tracks until their
+// departure.
+const maxPendingWrites = 1 << 18
+
+// requestLine is one request of the rr workload.
+type requestLine struct {
+	Kind    string `json:"kind"` // "request"
+	ID      uint64 `json:"id"`
+	StartUs int64  `json:"start_us"` // before the header's write
+	EndUs   int64  `json:"end_us"`   // the answer read
+}
+
+// connEndLine closes a sending child's records.
+type connEndLine struct {
+	Kind          string `json:"kind"` // "conn"
+	EndUs         int64  `json:"end_us"`
+	Retransmits   int    `json:"retransmits"`
+	Writes        uint64 `json:"writes"`
+	Unstamped     uint64 `json:"unstamped"`
+	InvitedKernel uint64 `json:"invited_kernel"`
+	InvitedTimer  uint64 `json:"invited_timer"`
+	InvitedAtOnce uint64 `json:"invited_immediate"`
+}
+
+// sinkLine is one point of the sink's count: total bytes read by time Us.
+type sinkLine struct {
+	Us    int64 `json:"us"`
+	Total int64 `json:"total"`
+}
+
+// sinkEvery is the least time between two points the sink records.
+const sinkEvery = 10 * time.Millisecond
+
+// statusLine is what a sending child prints to stdout.
+type statusLine struct {
+	Writes  int     `json:"writes"`
+	P50Ms   float64 `json:"p50_ms"`  // source delay over the last statusSpan; -1 when none
+	Pending int     `json:"pending"` // writes awaiting their departure
+	Stopped bool    `json:"stopped"` // no longer writing (after SIGUSR1)
+}
+
+func us(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// recentDelays keeps the source delays of the last statusSpan for the
+// status line. It is safe for concurrent use.
+type recentDelays struct {
+	mu     sync.Mutex // guards the fields below
+	at     []time.Time
+	delays []float64
+	n      int
+}
+
+func (r *recentDelays) add(at time.Time, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if d < 0 {
+		return
+	}
+	r.at = append(r.at, at)
+	r.delays = append(r.delays, float64(d)/float64(time.Millisecond))
+	const keep = 4096
+	if len(r.at) > keep {
+		r.at = slices.Delete(r.at, 0, len(r.at)-keep)
+		r.delays = slices.Delete(r.delays, 0, len(r.delays)-keep)
+	}
+}
+
+func (r *recentDelays) status(now time.Time) statusLine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := 0
+	for i < len(r.at) && now.Sub(r.at[i]) > statusSpan {
+		i++
+	}
+	r.at, r.delays = r.at[i:], r.delays[i:]
+	st := statusLine{Writes: r.n, P50Ms: -1}
+	if len(r.delays) > 0 {
+		v := slices.Clone(r.delays)
+		slices.Sort(v)
+		st.P50Ms = v[(len(v)-1)/2]
+	}
+	return st
+}
+
+// printStatus prints s's status line to w every statusEvery until ctx is
+// done.
+func printStatus(ctx context.Context, w io.Writer, s *sendState, stopped *atomic.Bool) {
+	t := time.NewTicker(statusEvery)
+	defer t.Stop()
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			st := s.recent.status(now)
+			st.Pending, st.Stopped = s.waiting(), stopped.Load()
+			if enc.Encode(st) != nil {
+				return
+			}
+		}
+	}
+}
+
+// stopSignal is the signal that tells a sending child to stop writing and
+// only collect the departures of what it wrote, until SIGTERM.
+const stopSignal = syscall.SIGUSR1
+
+// onStopSignal returns a channel closed when stopSignal arrives, and sets
+// stopped then. The returned function stops the handling.
+func onStopSignal(stopped *atomic.Bool) (<-chan struct{}, func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, stopSignal)
+	ch := make(chan struct{})
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-c:
+			stopped.Store(true)
+			close(ch)
+		case <-quit:
+		}
+	})
+	return ch, func() {
+		signal.Stop(c)
+		close(quit)
+		wg.Wait()
+	}
+}
+
+// drain collects the departures of c's writes every pollEvery until ctx is
+// done.
+func drain(ctx context.Context, c *tcp.Conn) {
+	const pollEvery = 50 * time.Millisecond
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.Poll()
+		}
+	}
+}
+
+// childFlags parses a child command's flags.
+func childFlags(name string, args []string, stderr io.Writer, def func(fs *flag.FlagSet)) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
+// sendState tracks a sending child's writes: each write awaiting its
+// departure, by ID, and the records file.
+type sendState struct {
+	rec    *jsonl.Writer
+	recent recentDelays
+	part   func(id uint64) string
+
+	mu      sync.Mutex // guards pending
+	pending map[uint64]pendingWrite
+}
+
+// pendingWrite is a write whose record has not arrived.
+type pendingWrite struct {
+	start time.Time
+	bytes int
+	inv   transport.Invitation
+}
+
+func newSendState(rec *jsonl.Writer, part func(uint64) string) *sendState {
+	return &sendState{rec: rec, part: part, pending: map[uint64]pendingWrite{}}
+}
+
+// writing notes a write about to start.
+func (s *sendState) writing(id uint64, n int, inv transport.Invitation) {
+	s.mu.Lock()
+	s.pending[id] = pendingWrite{start: time.Now(), bytes: n, inv: inv}
+	s.mu.Unlock()
+}
+
+// sent is the Conn's OnSent.
+func (s *sendState) sent(r transport.SendRecord) {
+	s.mu.Lock()
+	pw := s.pending[r.ID]
+	delete(s.pending, r.ID)
+	s.mu.Unlock()
+	l := sendLine{
+		Kind: "write", ID: r.ID, WriteStartUs: us(r.WriteStart), WriteEndUs: us(r.WriteEnd), LeftHostUs: us(r.LeftHost),
+		Bytes: r.Bytes, DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent,
+	}
+	if s.part != nil {
+		l.Part = s.part(r.ID)
+	}
+	s.rec.Write(l)
+	if s.part == nil || l.Part == "body" {
+		s.recent.add(r.WriteStart, r.SourceDelay())
+	}
+}
+
+// waiting returns how many writes await their record.
+func (s *sendState) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
+// end writes a line for every write still awaiting its departure (marked
+// pending) and the connection's closing line.
+func (s *sendState) end(c *tcp.Conn) {
+	s.mu.Lock()
+	ids := make([]uint64, 0, len(s.pending))
+	for id := range s.pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		pw := s.pending[id]
+		l := sendLine{Kind: "write", ID: id, WriteStartUs: us(pw.start), Bytes: pw.bytes,
+			DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent, Pending: true}
+		if s.part != nil {
+			l.Part = s.part(id)
+		}
+		s.rec.Write(l)
+	}
+	clear(s.pending)
+	s.mu.Unlock()
+	st := c.Stats()
+	s.rec.Write(connEndLine{
+		Kind: "conn", EndUs: time.Now().UnixMicro(), Retransmits: st.TotalRetrans, Writes: st.Frames, Unstamped: st.RecordsUnstamped,
+		InvitedKernel: st.InvitedKernel, InvitedTimer: st.InvitedTimer, InvitedAtOnce: st.InvitedImmediate,
+	})
+}
+
+// dialSender connects to addr with the mode's configuration and records
+// every write through s. onPacket, if not nil, receives the peer's packets.
+// It also returns the connection's raw socket, for waiting until the peer
+// has sent something (see awaitPacket).
+func dialSender(ctx context.Context, addr, mode string, s *sendState, onPacket func([]byte)) (*tcp.Conn, syscall.RawConn, error) {
+	cfg, err := tcp.ParseMode(mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.OnSent = s.sent
+	cfg.OnPacket = onPacket
+	// Every write in flight keeps its record, however deep the send
+	// buffer (8 MiB of 512-byte writes is 16384 of them).
+	cfg.MaxPending = maxPendingWrites
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var d net.Dialer
+	d.SetMultipathTCP(false)
+	nc, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc := nc.(*net.TCPConn)
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		tc.Close()
+		return nil, nil, err
+	}
+	c, err := tcp.New(tc, cfg)
+	if err != nil {
+		tc.Close()
+		return nil, nil, err
+	}
+	return c, raw, nil
+}
+
+// awaitPacket blocks until c has delivered a packet from the peer to its
+// OnPacket (got reports whether it has), the peer has closed, or c is
+// closed. The Conn reads the peer only within its own calls, so this parks
+// on the socket's read readiness and lets Poll read: every wake (data, or
+// a departure stamp on the error queue) polls once more.
+func awaitPacket(c *tcp.Conn, raw syscall.RawConn, got func() bool) error {
+	var perr error
+	err := raw.Read(func(uintptr) bool {
+		perr = c.Poll()
+		return got() || perr != nil
+	})
+	if err != nil {
+		return err
+	}
+	if got() {
+		return nil
+	}
+	return perr
+}
+
+// bulkSendMain is the hidden command "bulk-send": it connects to a sink and
+// writes -size bytes at every invitation until stopped.
+func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var to, mode, records string
+	var size int
+	err := childFlags("bulk-send", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&to, "to", "", "sink `host:port`")
+		fs.StringVar(&mode, "mode", "default", "send-buffer `mode`")
+		fs.IntVar(&size, "size", defaultBulkWrite, "`bytes` per write")
+		fs.StringVar(&records, "records", "", "records `file`")
+	})
+	if err == nil && (size < 1 || size > maxBulkWrite || records == "" || to == "") {
+		err = errors.New("need -to, -records and -size from 1 B to 64 MiB")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
+		return 2
+	}
+	rec, err := jsonl.Create(records, maxChildRecords)
+	if err != nil {
+		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
+		return 1
+	}
+	s := newSendState(rec, nil)
+	c, _, err := dialSender(ctx, to, mode, s, nil)
+	if err != nil {
+		rec.Close()
+		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
+		return 1
+	}
+	// A write blocked on a full send buffer ends when the context does.
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	var stopped atomic.Bool
+	stopWriting, stopSignals := onStopSignal(&stopped)
+	sctx, cancelStatus := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { printStatus(sctx, stdout, s, &stopped) })
+
+	buf := make([]byte, size)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	wctx, cancelWrites := context.WithCancel(ctx)
+	wg.Go(func() {
+		select {
+		case <-stopWriting:
+			cancelWrites()
+		case <-wctx.Done():
+		}
+	})
+	for id := uint64(0); wctx.Err() == nil; id++ {
+		inv, err := c.Wait(wctx)
+		if err != nil {
+			break
+		}
+		s.writing(id, size, inv)
+		if err := c.Write(id, buf); err != nil {
+			break
+		}
+	}
+	cancelWrites()
+	drain(ctx, c)
+	stopSignals()
+	c.Poll()
+	s.end(c)
+	stop()
+	c.Close()
+	cancelStatus()
+	wg.Wait()
+	if err := rec.Close(); err != nil {
+		fmt.Fprintf(stderr, "bulk-send: records: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// bulkSinkMain is the hidden command "bulk-sink": it accepts connections on
+// -listen one after another, reads and discards everything, and records the
+// running total of bytes read at most every sinkEvery.
+func bulkSinkMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var listen, records string
+	err := childFlags("bulk-sink", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&listen, "listen", "", "`host:port` to listen on")
+		fs.StringVar(&records, "records", "", "records `file`")
+	})
+	if err == nil && (listen == "" || records == "") {
+		err = errors.New("need -listen and -records")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bulk-sink: %v\n", err)
+		return 2
+	}
+	rec, err := jsonl.Create(records, maxChildRecords)
+	if err != nil {
+		fmt.Fprintf(stderr, "bulk-sink: %v\n", err)
+		return 1
+	}
+	ln, err := listenUntil(ctx, listen, stdout)
+	if err != nil {
+		rec.Close()
+		fmt.Fprintf(stderr, "bulk-sink: %v\n", err)
+		return 1
+	}
+	buf := make([]byte, 1<<20)
+	var total int64
+	var last time.Time
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			break
+		}
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		for {
+			n, err := conn.Read(buf)
+			if n > 0 {
+				total += int64(n)
+				if now := time.Now(); now.Sub(last) >= sinkEvery {
+					rec.Write(sinkLine{Us: now.UnixMicro(), Total: total})
+					last = now
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		stop()
+		conn.Close()
+	}
+	rec.Write(sinkLine{Us: time.Now().UnixMicro(), Total: total})
+	if err := rec.Close(); err != nil {
+		fmt.Fprintf(stderr, "bulk-sink: records: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// listenUntil listens on addr, prints readyLine to stdout and closes the
+// listener when ctx is done.
+func listenUntil(ctx context.Context, addr string, stdout io.Writer) (net.Listener, error) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() { ln.Close() })
+	fmt.Fprintln(stdout, readyLine)
+	return ln, nil
+}
+
+// rrAnswer is the server's answer to a request: "OK", RFC 4571 framed so
+// that the client reads it with the Conn it writes with.
+var rrAnswer = []byte{0, 2, 'O', 'K'}
+
+// rrClientMain is the hidden command "rr-client": it writes requests of a
+// 16-byte header and a 32-byte body as two writes, waiting for the answer
+// to each before the next, until stopped.
+func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var to, mode, records string
+	err := childFlags("rr-client", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&to, "to", "", "server `host:port`")
+		fs.StringVar(&mode, "mode", "default", "send-buffer `mode`")
+		fs.StringVar(&records, "records", "", "records `file`")
+	})
+	if err == nil && (records == "" || to == "") {
+		err = errors.New("need -to and -records")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rr-client: %v\n", err)
+		return 2
+	}
+	rec, err := jsonl.Create(records, maxChildRecords)
+	if err != nil {
+		fmt.Fprintf(stderr, "rr-client: %v\n", err)
+		return 1
+	}
+	s := newSendState(rec, func(id uint64) string {
+		if id%2 == 0 {
+			return "header"
+		}
+		return "body"
+	})
+	answered := false
+	c, raw, err := dialSender(ctx, to, mode, s, func([]byte) { answered = true })
+	if err != nil {
+		rec.Close()
+		fmt.Fprintf(stderr, "rr-client: %v\n", err)
+		return 1
+	}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	var stopped atomic.Bool
+	stopWriting, stopSignals := onStopSignal(&stopped)
+	sctx, cancelStatus := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { printStatus(sctx, stdout, s, &stopped) })
+
+	header := make([]byte, rrHeader)
+	body := make([]byte, rrBody)
+	for req := uint64(0); !stopped.Load(); req++ {
+		answered = false
+		inv, err := c.Wait(ctx)
+		if err != nil {
+			break
+		}
+		start := time.Now()
+		s.writing(2*req, rrHeader, inv)
+		if c.Write(2*req, header) != nil {
+			break
+		}
+		s.writing(2*req+1, rrBody, inv)
+		if c.Write(2*req+1, body) != nil {
+			break
+		}
+		if err := awaitPacket(c, raw, func() bool { return answered }); err != nil {
+			break
+		}
+		rec.Write(requestLine{Kind: "request", ID: req, StartUs: start.UnixMicro(), EndUs: time.Now().UnixMicro()})
+		c.Poll()
+	}
+	select {
+	case <-stopWriting:
+		drain(ctx, c)
+	case <-ctx.Done():
+	}
+	stopSignals()
+	c.Poll()
+	s.end(c)
+	stop()
+	c.Close()
+	cancelStatus()
+	wg.Wait()
+	if err := rec.Close(); err != nil {
+		fmt.Fprintf(stderr, "rr-client: records: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// rrServerMain is the hidden command "rr-server": for each connection it
+// reads requests of 48 bytes and answers each once it has all of it.
+func rrServerMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var listen string
+	err := childFlags("rr-server", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&listen, "listen", "", "`host:port` to listen on")
+	})
+	if err == nil && listen == "" {
+		err = errors.New("need -listen")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rr-server: %v\n", err)
+		return 2
+	}
+	ln, err := listenUntil(ctx, listen, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "rr-server: %v\n", err)
+		return 1
+	}
+	req := make([]byte, rrHeader+rrBody)
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return 0
+		}
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		for {
+			if _, err := io.ReadFull(conn, req); err != nil {
+				break
+			}
+			if _, err := conn.Write(rrAnswer); err != nil {
+				break
+			}
+		}
+		stop()
+		conn.Close()
+	}
+}

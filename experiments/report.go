@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"replenish/experiments/report"
+)
+
+// reportMain is the report command: it rebuilds a results directory's
+// summary, table, plots and index page from its runs.
+func reportMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: go run ./experiments report --out DIR
+
+Rebuilds summary.json, summary.md, plots/ and index.html of a results
+directory from its runs/*/run.json and records.jsonl, and prints the table.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	out := fs.String("out", "", "results `directory` written by run")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "report: need --out DIR and nothing else")
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := report.Build(*out, log); err != nil {
+		fmt.Fprintf(stderr, "report: %v\n", err)
+		return 1
+	}
+	runs, _ := report.Load(*out)
+	fmt.Fprint(stdout, report.Markdown(runs))
+	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(*out, "index.html"))
+	return 0
+}
+
+// resummarizeMain is the hidden command "resummarize": it computes every
+// run's summary and records of a results directory again from the runs'
+// raw records, then rebuilds the report, so that a change to how runs are
+// summarized can be applied to results already taken.
+func resummarizeMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("resummarize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "results `directory` written by run")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "resummarize: need --out DIR and nothing else")
+		return 2
+	}
+	dirs, err := filepath.Glob(filepath.Join(*out, "runs", "*", "raw", inputFile))
+	if err != nil || len(dirs) == 0 {
+		fmt.Fprintf(stderr, "resummarize: no runs with %s under %s\n", inputFile, *out)
+		return 1
+	}
+	code := 0
+	for _, f := range dirs {
+		raw := filepath.Dir(f)
+		run, recs, err := summarizeRaw(raw)
+		if err == nil {
+			err = writeRun(filepath.Dir(raw), run, recs)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "resummarize: %s: %v\n", filepath.Dir(raw), err)
+			code = 1
+		}
+	}
+	if c := reportMain(ctx, []string{"--out", *out}, stdout, stderr); c != 0 {
+		return c
+	}
+	return code
+}

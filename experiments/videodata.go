@@ -1,0 +1,396 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"replenish/experiments/report"
+)
+
+// senderFrame is a "frame" line of cmd/sender's -records file (times in µs
+// since the epoch; left_host_us 0 when unknown).
+type senderFrame struct {
+	ID            uint64 `json:"id"`
+	RTPTimestamp  uint32 `json:"rtp_ts"`
+	CaptureUs     int64  `json:"capture_us"`
+	EncodeStartUs int64  `json:"encode_start_us"`
+	EncodeEndUs   int64  `json:"encode_end_us"`
+	WriteStartUs  int64  `json:"write_start_us"`
+	WriteEndUs    int64  `json:"write_end_us"`
+	LeftHostUs    int64  `json:"left_host_us"`
+	Bytes         int    `json:"bytes"`
+	Width         int    `json:"width"`
+	Height        int    `json:"height"`
+	Key           bool   `json:"key"`
+	TargetBps     int64  `json:"target_bps"`
+	DrainBps      int64  `json:"drain_bps"`
+}
+
+// senderConn is the "conn" line cmd/sender writes when a connection ends.
+type senderConn struct {
+	EndUs       int64  `json:"end_us"` // when the connection ended
+	Retransmits int    `json:"retransmits"`
+	Frames      uint64 `json:"frames"` // frames written on the connection
+}
+
+// viewerLine is a line of cmd/viewer's -records file: "received" or
+// "displayed".
+type viewerLine struct {
+	Kind         string   `json:"kind"`
+	Stream       uint32   `json:"stream"`
+	Frame        uint32   `json:"frame"`
+	RTPTimestamp uint32   `json:"rtp_ts"`
+	CaptureUs    int64    `json:"capture_us"`
+	ReceivedUs   int64    `json:"received_us"`
+	Bytes        int      `json:"bytes"`
+	Width        int      `json:"width"`
+	Height       int      `json:"height"`
+	Client       uint32   `json:"client"`
+	DisplayedUs  int64    `json:"displayed_us"`
+	G2GMs        *float64 `json:"g2g_ms"`
+	Misread      bool     `json:"misread"`
+}
+
+// videoData is what a video run's sender and viewer recorded.
+type videoData struct {
+	Frames    []senderFrame
+	Conns     []senderConn
+	Received  []viewerLine
+	Displayed []viewerLine
+}
+
+// readSenderRecords reads cmd/sender's records file.
+func readSenderRecords(path string, v *videoData) error {
+	return readJSONL(path, func(kind string, line []byte) error {
+		switch kind {
+		case "frame":
+			var f senderFrame
+			if err := json.Unmarshal(line, &f); err != nil {
+				return err
+			}
+			v.Frames = append(v.Frames, f)
+		case "conn":
+			var c senderConn
+			if err := json.Unmarshal(line, &c); err != nil {
+				return err
+			}
+			v.Conns = append(v.Conns, c)
+		}
+		return nil
+	})
+}
+
+// readViewerRecords reads cmd/viewer's records file.
+func readViewerRecords(path string, v *videoData) error {
+	return readJSONL(path, func(kind string, line []byte) error {
+		var l viewerLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		switch kind {
+		case "received":
+			v.Received = append(v.Received, l)
+		case "displayed":
+			v.Displayed = append(v.Displayed, l)
+		}
+		return nil
+	})
+}
+
+// joinedFrame is a sent frame with what the viewer saw of it.
+type joinedFrame struct {
+	senderFrame
+	ReceivedUs  int64    // 0: never received
+	G2GMs       *float64 // glass to glass from the first page that displayed it; nil if none did
+	stampShared bool     // the next frame has the same departure time
+	viewerOnly  bool     // known from the viewer's records alone
+}
+
+// Latency parts of a frame, in the order of its life.
+const (
+	partWait        = "wait"         // capture to encode start
+	partEncode      = "encode"       // encode start to end
+	partSourceDelay = "source_delay" // write start to last byte left the host
+	partNetwork     = "network"      // last byte left the host to received complete
+)
+
+// parts returns the frame's latency parts in ms; a part whose stamps are
+// missing is absent.
+func (f joinedFrame) parts() map[string]float64 {
+	p := map[string]float64{}
+	if f.EncodeStartUs > 0 && f.CaptureUs > 0 {
+		p[partWait] = ms(f.EncodeStartUs - f.CaptureUs)
+	}
+	if f.EncodeEndUs > 0 && f.EncodeStartUs > 0 {
+		p[partEncode] = ms(f.EncodeEndUs - f.EncodeStartUs)
+	}
+	if f.LeftHostUs > 0 {
+		p[partSourceDelay] = ms(f.LeftHostUs - f.WriteStartUs)
+		if f.ReceivedUs > 0 {
+			p[partNetwork] = ms(f.ReceivedUs - f.LeftHostUs)
+		}
+	}
+	return p
+}
+
+// joinFrames joins the sender's frames with the viewer's records by RTP
+// timestamp (received) and by the viewer's stream and frame ids
+// (displayed). Frames keep the sender's order, followed by the frames only
+// the viewer recorded. It also returns how many displayed frames had a
+// misread timestamp.
+func joinFrames(v videoData) (frames []joinedFrame, misreads int) {
+	type key struct{ stream, frame uint32 }
+	g2g := map[key]*float64{}
+	for _, d := range v.Displayed {
+		if d.Misread {
+			misreads++
+			continue
+		}
+		k := key{d.Stream, d.Frame}
+		if _, seen := g2g[k]; !seen && d.G2GMs != nil {
+			g2g[k] = d.G2GMs
+		}
+	}
+	recv := make(map[uint32]viewerLine, len(v.Received))
+	for _, r := range v.Received {
+		if _, dup := recv[r.RTPTimestamp]; !dup {
+			recv[r.RTPTimestamp] = r
+		}
+	}
+	frames = make([]joinedFrame, len(v.Frames))
+	for i, f := range v.Frames {
+		j := joinedFrame{senderFrame: f}
+		if r, ok := recv[f.RTPTimestamp]; ok {
+			j.ReceivedUs = r.ReceivedUs
+			j.G2GMs = g2g[key{r.Stream, r.Frame}]
+		}
+		frames[i] = j
+	}
+	for i := 0; i+1 < len(frames); i++ {
+		if lh := frames[i].LeftHostUs; lh > 0 && lh == frames[i+1].LeftHostUs {
+			frames[i].stampShared = true
+		}
+	}
+	// Frames the viewer received but the sender has no record of (their
+	// departure stamp never came): what the viewer knows of them.
+	sent := make(map[uint32]bool, len(v.Frames))
+	for _, f := range v.Frames {
+		sent[f.RTPTimestamp] = true
+	}
+	for _, r := range v.Received {
+		if sent[r.RTPTimestamp] {
+			continue
+		}
+		sent[r.RTPTimestamp] = true
+		frames = append(frames, joinedFrame{
+			senderFrame: senderFrame{RTPTimestamp: r.RTPTimestamp, CaptureUs: r.CaptureUs, Bytes: r.Bytes, Width: r.Width, Height: r.Height},
+			ReceivedUs:  r.ReceivedUs, G2GMs: g2g[key{r.Stream, r.Frame}], viewerOnly: true,
+		})
+	}
+	return frames, misreads
+}
+
+// summarizeVideo builds the summary and the records of a video run.
+func summarizeVideo(in runInput, v videoData) (report.Run, []any) {
+	r := baseRun(in)
+	tl := in.TL
+	frames, misreads := joinFrames(v)
+	// When the sender stopped: frames without a departure or an arrival
+	// by then count with the time they had waited, a lower bound.
+	var endUs int64
+	for _, c := range v.Conns {
+		endUs = max(endUs, c.EndUs)
+	}
+	var delays, c2r, g2g []float64
+	parts := map[string][]float64{}
+	sizes := map[[2]int]int{}
+	lost, unstamped, shared, early, sdBounds := 0, 0, 0, 0, 0
+	recs := make([]any, 0, len(frames)+len(in.Samples))
+	for _, f := range frames {
+		p := f.parts()
+		rec := frameRec{Kind: "frame", T: tl.sec(f.CaptureUs), Bytes: f.Bytes, Width: f.Width, Height: f.Height, Key: f.Key, PartsMs: p}
+		if sd, ok := p[partSourceDelay]; ok {
+			rec.SourceDelayMs = ptr(sd)
+		}
+		if f.ReceivedUs > 0 {
+			rec.CaptureToReceivedMs = ptr(ms(f.ReceivedUs - f.CaptureUs))
+		}
+		rec.G2GMs = f.G2GMs
+		recs = append(recs, rec)
+		if !tl.in(f.CaptureUs) {
+			continue
+		}
+		r.Frames++
+		if f.Width > 0 && f.Height > 0 {
+			sizes[[2]int{f.Width, f.Height}]++
+		}
+		if f.stampShared {
+			shared++
+		}
+		if n, ok := p[partNetwork]; ok && n < 0 {
+			early++
+		}
+		// A frame the sender gave up tracking has no write time; it was
+		// written after its encoding ended.
+		written := f.WriteStartUs
+		if written == 0 {
+			written = f.EncodeEndUs
+		}
+		switch {
+		case rec.SourceDelayMs != nil:
+			delays = append(delays, *rec.SourceDelayMs)
+		case endUs > 0 && written > 0 && endUs > written:
+			delays = append(delays, ms(endUs-written))
+			sdBounds++
+		default:
+			unstamped++
+		}
+		switch {
+		case rec.CaptureToReceivedMs != nil:
+			c2r = append(c2r, *rec.CaptureToReceivedMs)
+		case endUs > f.CaptureUs:
+			c2r = append(c2r, ms(endUs-f.CaptureUs))
+			lost++
+		default:
+			lost++
+		}
+		if f.G2GMs != nil {
+			g2g = append(g2g, *f.G2GMs)
+		}
+		for name, val := range p {
+			parts[name] = append(parts[name], val)
+		}
+	}
+	r.SourceDelayMs = pct(delays)
+	if len(c2r) > 0 {
+		p := pct(c2r)
+		r.CaptureToReceivedMs = &p
+	}
+	if len(g2g) > 0 {
+		p := pct(g2g)
+		r.G2GMs = &p
+	}
+	if len(parts) > 0 {
+		r.PartsMs = map[string]report.Percentiles{}
+		for name, vals := range parts {
+			r.PartsMs[name] = pct(vals)
+		}
+	}
+	// Delivered media: frames received complete inside the window.
+	var bytes, received int
+	for _, x := range v.Received {
+		if tl.in(x.ReceivedUs) {
+			bytes += x.Bytes
+			received++
+		}
+	}
+	secs := in.Spec.Duration.Seconds()
+	r.GoodputBps = float64(bytes) * 8 / secs
+	r.BitrateBps = r.GoodputBps
+	fps := float64(received) / secs
+	r.FPS = &fps
+	if mr := in.meanRate(); mr > 0 {
+		r.Utilization = r.GoodputBps / mr
+	}
+	r.Width, r.Height = commonSize(sizes)
+	for _, c := range v.Conns {
+		r.Retransmits += int64(c.Retransmits)
+	}
+	if lost > 0 {
+		what := ""
+		if endUs > 0 {
+			what = "; their capture to received counts as the time they had waited, so its percentiles are lower bounds"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d frames captured in the window were not received complete when the run ended%s", lost, r.Frames, what))
+	}
+	r.Notes = append(r.Notes, boundNotes("frames", r.Frames, sdBounds, unstamped)...)
+	r.Notes = append(r.Notes, sharedNote("frames", shared, r.Frames)...)
+	if early > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d frames in the window arrived before their recorded departure (a shared departure time)", early, r.Frames))
+	}
+	if misreads > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d displayed frames had an unreadable timestamp and are left out of glass to glass", misreads))
+	}
+	var written uint64
+	for _, c := range v.Conns {
+		written += c.Frames
+	}
+	// Frames leave in order: if the last frame recorded was captured
+	// before the window ended, the frames written after it, which have no
+	// record, may include some of the window's.
+	var lastCapture int64
+	for _, f := range v.Frames {
+		lastCapture = max(lastCapture, f.CaptureUs)
+	}
+	if _, to := tl.window(); written > uint64(len(v.Frames)) && lastCapture < to {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d frames written have no record from the sender (no departure stamp came for them before it stopped); "+
+			"some were captured in the window, so the source delay percentiles leave them out; capture to received counts those the viewer received",
+			written-uint64(len(v.Frames))))
+	}
+	if len(v.Conns) > 1 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the sender connected %d times", len(v.Conns)))
+	}
+	recs = append(recs, videoSamples(in, frames, v.Received)...)
+	sortRecords(recs)
+	return r, recs
+}
+
+// commonSize returns the most common frame size, the larger on a tie.
+func commonSize(sizes map[[2]int]int) (w, h int) {
+	best := -1
+	for sz, n := range sizes {
+		if n > best || (n == best && sz[0]*sz[1] > w*h) {
+			best, w, h = n, sz[0], sz[1]
+		}
+	}
+	return w, h
+}
+
+// videoSamples returns the sample lines of a video run: the emulator's
+// readings with, over each interval, the media goodput received, the
+// bitrate written and the sender's latest drain estimate and target.
+func videoSamples(in runInput, frames []joinedFrame, received []viewerLine) []any {
+	byWrite := slices.Clone(frames)
+	slices.SortFunc(byWrite, func(a, b joinedFrame) int { return cmp.Compare(a.WriteStartUs, b.WriteStartUs) })
+	byRecv := slices.Clone(received)
+	slices.SortFunc(byRecv, func(a, b viewerLine) int { return cmp.Compare(a.ReceivedUs, b.ReceivedUs) })
+	recs := make([]any, 0, len(in.Samples))
+	t0 := in.TL.T0.UnixMicro()
+	prev := t0
+	fi, ri := 0, 0
+	for _, s := range in.Samples {
+		at := t0 + s.At.Microseconds()
+		secs := float64(at-prev) / 1e6
+		rec := sampleRec{Kind: "sample", T: s.At.Seconds(), QueueMs: ptr(s.QueueMs), RateBps: ptr(s.RateBps), DeliveredBps: ptr(s.Delivered)}
+		var written, got int
+		var drain, target int64
+		for fi < len(byWrite) && byWrite[fi].WriteStartUs <= at {
+			if byWrite[fi].WriteStartUs > prev {
+				written += byWrite[fi].Bytes
+			}
+			drain, target = byWrite[fi].DrainBps, byWrite[fi].TargetBps
+			fi++
+		}
+		for ri < len(byRecv) && byRecv[ri].ReceivedUs <= at {
+			if byRecv[ri].ReceivedUs > prev {
+				got += byRecv[ri].Bytes
+			}
+			ri++
+		}
+		if secs > 0 {
+			rec.GoodputBps = ptr(float64(got) * 8 / secs)
+			rec.BitrateBps = ptr(float64(written) * 8 / secs)
+		}
+		if drain > 0 {
+			rec.DrainBps = ptr(float64(drain))
+		}
+		if target > 0 {
+			rec.TargetBps = ptr(float64(target))
+		}
+		recs = append(recs, rec)
+		prev = at
+	}
+	return recs
+}
