@@ -184,7 +184,7 @@ func FuzzParseSenderReport(f *testing.F) {
 // same bytes (the reserved field aside).
 func FuzzParseTimeProbe(f *testing.F) {
 	f.Add(TimeProbe{Origin: testEpoch}.Marshal())
-	f.Add(TimeProbe{Origin: testEpoch}.Answer(testEpoch, testEpoch.Add(time.Millisecond)).Marshal())
+	f.Add(TimeProbe{Origin: testEpoch}.Answer(testEpoch, testEpoch.Add(time.Millisecond), 0).Marshal())
 	f.Add([]byte("RPLC"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseTimeProbe(b)

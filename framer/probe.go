@@ -7,17 +7,20 @@ import (
 	"time"
 )
 
-// A time probe is one 32-byte datagram of the clock side channel, all
-// big-endian:
+// A time probe is one datagram of the clock side channel, 32 or 40 bytes,
+// all big-endian:
 //
 //	"RPLC", u8 version (1), u8 kind (1 request, 2 reply), u16 reserved (0),
 //	i64 origin_us    sender's clock when it sent the request
 //	i64 receive_us   viewer's clock when the request arrived (replies)
 //	i64 transmit_us  viewer's clock when it sent the reply (replies)
+//	u64 clock        optional: an identifier of the clock of the probe's
+//	                 writer (replies: the viewer's), present when not 0
 //
 // Times are µs since the Unix epoch; 0 stands for the zero Time.
 const (
-	// TimeProbeSize is the size of a marshalled TimeProbe in bytes.
+	// TimeProbeSize is the size of a marshalled TimeProbe in bytes, without
+	// its optional clock identifier (which adds 8).
 	TimeProbeSize = 32
 	// TimeProbeMagic opens every time probe.
 	TimeProbeMagic = "RPLC"
@@ -43,18 +46,23 @@ type TimeProbe struct {
 	Origin   time.Time // sender's clock, when it sent the request
 	Receive  time.Time // viewer's clock, when the request arrived
 	Transmit time.Time // viewer's clock, when it sent the reply
+	// Clock identifies the clock of the probe's writer (see package
+	// hostclock); 0 if unknown. A reply whose Clock equals the sender's
+	// own comes from a viewer on the same clock: the offset is zero.
+	Clock uint64
 }
 
 // Answer returns the reply to request p, which arrived at receive and
-// leaves at transmit, both on the viewer's clock.
-func (p TimeProbe) Answer(receive, transmit time.Time) TimeProbe {
-	return TimeProbe{Reply: true, Origin: p.Origin, Receive: receive, Transmit: transmit}
+// leaves at transmit, both on the viewer's clock, whose identifier is clock
+// (0 if unknown).
+func (p TimeProbe) Answer(receive, transmit time.Time, clock uint64) TimeProbe {
+	return TimeProbe{Reply: true, Origin: p.Origin, Receive: receive, Transmit: transmit, Clock: clock}
 }
 
-// Marshal returns p's 32-byte wire form. Times are truncated to whole
-// microseconds.
+// Marshal returns p's wire form: 32 bytes, and 8 more for a non-zero Clock.
+// Times are truncated to whole microseconds.
 func (p TimeProbe) Marshal() []byte {
-	b := make([]byte, 0, TimeProbeSize)
+	b := make([]byte, 0, TimeProbeSize+8)
 	b = append(b, TimeProbeMagic...)
 	kind := byte(probeRequest)
 	if p.Reply {
@@ -64,6 +72,9 @@ func (p TimeProbe) Marshal() []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(unixMicro(p.Origin)))
 	b = binary.BigEndian.AppendUint64(b, uint64(unixMicro(p.Receive)))
 	b = binary.BigEndian.AppendUint64(b, uint64(unixMicro(p.Transmit)))
+	if p.Clock != 0 {
+		b = binary.BigEndian.AppendUint64(b, p.Clock)
+	}
 	return b
 }
 
@@ -75,8 +86,8 @@ func ParseTimeProbe(b []byte) (TimeProbe, error) {
 	if len(b) < len(TimeProbeMagic) || string(b[:len(TimeProbeMagic)]) != TimeProbeMagic {
 		return TimeProbe{}, ErrNotTimeProbe
 	}
-	if len(b) != TimeProbeSize {
-		return TimeProbe{}, fmt.Errorf("%w: %d bytes, want %d", ErrBadTimeProbe, len(b), TimeProbeSize)
+	if len(b) != TimeProbeSize && len(b) != TimeProbeSize+8 {
+		return TimeProbe{}, fmt.Errorf("%w: %d bytes, want %d or %d", ErrBadTimeProbe, len(b), TimeProbeSize, TimeProbeSize+8)
 	}
 	if b[4] != TimeProbeVersion {
 		return TimeProbe{}, fmt.Errorf("%w: unknown version %d", ErrBadTimeProbe, b[4])
@@ -92,6 +103,12 @@ func ParseTimeProbe(b []byte) (TimeProbe, error) {
 	p.Origin = fromUnixMicro(int64(binary.BigEndian.Uint64(b[8:])))
 	p.Receive = fromUnixMicro(int64(binary.BigEndian.Uint64(b[16:])))
 	p.Transmit = fromUnixMicro(int64(binary.BigEndian.Uint64(b[24:])))
+	if len(b) > TimeProbeSize {
+		p.Clock = binary.BigEndian.Uint64(b[32:])
+		if p.Clock == 0 {
+			return TimeProbe{}, fmt.Errorf("%w: a clock identifier of 0 is sent as none", ErrBadTimeProbe)
+		}
+	}
 	return p, nil
 }
 

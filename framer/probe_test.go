@@ -9,7 +9,7 @@ import (
 
 func TestTimeProbeRoundTrip(t *testing.T) {
 	req := TimeProbe{Origin: testEpoch.Add(123456789 * time.Nanosecond)}
-	reply := req.Answer(testEpoch.Add(time.Second), testEpoch.Add(time.Second+150*time.Microsecond))
+	reply := req.Answer(testEpoch.Add(time.Second), testEpoch.Add(time.Second+150*time.Microsecond), 0)
 	for _, tc := range []struct {
 		name string
 		p    TimeProbe
@@ -48,6 +48,14 @@ func TestTimeProbeWireLayout(t *testing.T) {
 	if got := p.Marshal(); !slices.Equal(got, want) {
 		t.Errorf("got  % x\nwant % x", got, want)
 	}
+	// A clock identifier follows when there is one.
+	p.Clock = 0x1122334455667788
+	if got, want := p.Marshal(), append(want, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88); !slices.Equal(got, want) {
+		t.Errorf("with clock: got  % x\nwant % x", got, want)
+	}
+	if got, err := ParseTimeProbe(p.Marshal()); err != nil || got.Clock != p.Clock {
+		t.Errorf("with clock: parsed %+v, %v", got, err)
+	}
 	// A request leaves the viewer's times zero on the wire.
 	req := TimeProbe{Origin: time.UnixMicro(1)}.Marshal()
 	if want := append([]byte{'R', 'P', 'L', 'C', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 16)...); !slices.Equal(req, want) {
@@ -68,6 +76,8 @@ func TestParseTimeProbeErrors(t *testing.T) {
 		{"wrong magic", edit(0, 'X'), ErrNotTimeProbe},
 		{"truncated", good[:31], ErrBadTimeProbe},
 		{"too long", append(slices.Clone(good), 0), ErrBadTimeProbe},
+		{"clock of 0", append(slices.Clone(good), 0, 0, 0, 0, 0, 0, 0, 0), ErrBadTimeProbe},
+		{"longer than with a clock", append(slices.Clone(good), make([]byte, 9)...), ErrBadTimeProbe},
 		{"version 0", edit(4, 0), ErrBadTimeProbe},
 		{"version 2", edit(4, 2), ErrBadTimeProbe},
 		{"kind 0", edit(5, 0), ErrBadTimeProbe},
@@ -187,7 +197,7 @@ func TestOffsetOverWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	t2 := t1.Add(offset + 4*time.Millisecond)
-	reply, err := ParseTimeProbe(req.Answer(t2, t2.Add(100*time.Microsecond)).Marshal())
+	reply, err := ParseTimeProbe(req.Answer(t2, t2.Add(100*time.Microsecond), 0).Marshal())
 	if err != nil || !reply.Reply {
 		t.Fatalf("reply %+v, %v", reply, err)
 	}

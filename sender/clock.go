@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"replenish/framer"
+	"replenish/internal/hostclock"
 )
 
 // ProbeClock estimates the viewer's clock minus the sender's with NTP-style
@@ -13,7 +14,9 @@ import (
 // its media port), on a side channel so that probes never wait behind media.
 // It sends a probe every interval (a quick burst first), calls set with each
 // new estimate and its round trip, and returns when ctx is done. Probes that
-// go unanswered are simply retried; nothing accumulates.
+// go unanswered are simply retried; nothing accumulates. A viewer that
+// answers with this host's clock identifier shares the sender's clock, and
+// the offset is then zero.
 func ProbeClock(ctx context.Context, addr string, interval time.Duration, set func(offset, rtt time.Duration)) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "udp", addr)
@@ -39,6 +42,13 @@ func ProbeClock(ctx context.Context, addr string, interval time.Duration, set fu
 				p, err := framer.ParseTimeProbe(buf[:n])
 				if err != nil || !p.Reply || !p.Origin.Equal(t1.Truncate(time.Microsecond)) {
 					continue // garbage or a late reply to an earlier probe
+				}
+				if p.Clock != 0 && p.Clock == hostclock.ID() {
+					// The viewer reads this host's clock: the offset
+					// is exactly zero, whatever the path's asymmetry
+					// would make the probes say.
+					set(0, t4.Sub(t1))
+					break
 				}
 				if est.Add(p.Origin, p.Receive, p.Transmit, t4) == nil {
 					if off, rtt, ok := est.Offset(); ok {
