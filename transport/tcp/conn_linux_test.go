@@ -632,6 +632,9 @@ func TestPeerPackets(t *testing.T) {
 	}
 	e := newPair(t, cfg, pairOptions{peerRcvBuf: 64 << 10})
 	fillUnsent(t, e, 16<<10, 256<<10)
+	// The peer writes and drains only once Wait has parked: a drain that
+	// beat the Wait would make its invitation immediate.
+	ch := parkedWait(t, context.Background(), e.c)
 	go func() {
 		var b []byte
 		for _, p := range frame(3, 40, 7) {
@@ -640,12 +643,12 @@ func TestPeerPackets(t *testing.T) {
 		e.peer.Write(b)
 		io.Copy(io.Discard, e.peer) // drains the backlog, which ends the wait
 	}()
-	inv, err := e.c.Wait(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	o := receive(t, ch)
+	if o.err != nil {
+		t.Fatal(o.err)
 	}
-	if inv.Wake != transport.WakeKernel {
-		t.Errorf("wake %v, want kernel", inv.Wake)
+	if o.inv.Wake != transport.WakeKernel {
+		t.Errorf("wake %v, want kernel", o.inv.Wake)
 	}
 	eventually(t, "three packets", func() bool { e.c.Poll(); return len(got) == 3 })
 	for i, p := range got {
