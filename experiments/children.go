@@ -58,6 +58,7 @@ type sendLine struct {
 	DrainBps     int64  `json:"drain_bps,omitempty"` // the invitation's drain-rate estimate
 	Unsent       int    `json:"unsent"`              // unsent bytes at the invitation
 	Part         string `json:"part,omitempty"`      // rr: "header" or "body"
+	Retransmits  int    `json:"retransmits"`         // the connection's, before the write
 	// Pending marks a write that had not left the host when the sender
 	// stopped; it has no WriteEndUs or LeftHostUs.
 	Pending bool `json:"pending,omitempty"`
@@ -267,7 +268,7 @@ func (s *sendState) sent(r transport.SendRecord) {
 	s.mu.Unlock()
 	l := sendLine{
 		Kind: "write", ID: r.ID, WriteStartUs: us(r.WriteStart), WriteEndUs: us(r.WriteEnd), LeftHostUs: us(r.LeftHost),
-		Bytes: r.Bytes, DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent,
+		Bytes: r.Bytes, DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent, Retransmits: r.Retransmits,
 	}
 	if s.part != nil {
 		l.Part = s.part(r.ID)

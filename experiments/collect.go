@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,33 @@ func countAt(points []sinkLine, us int64) int64 {
 		return 0
 	}
 	return points[i-1].Total
+}
+
+// retransSample is a connection's retransmit count as a write started.
+type retransSample struct {
+	Us    int64
+	Count int
+}
+
+// retransIn counts the retransmits in the measured window from the samples
+// (in any order): the rises of the count from each sample to the next that
+// lies in the window. A count below the one before it is a new
+// connection's, which started from zero. The edges are as exact as the
+// samples are dense: a write's interval.
+func retransIn(tl timeline, samples []retransSample) int64 {
+	slices.SortStableFunc(samples, func(a, b retransSample) int { return cmp.Compare(a.Us, b.Us) })
+	var n int64
+	for i := 1; i < len(samples); i++ {
+		prev, cur := samples[i-1].Count, samples[i]
+		if !tl.in(cur.Us) {
+			continue
+		}
+		if cur.Count < prev {
+			prev = 0
+		}
+		n += int64(cur.Count - prev)
+	}
+	return n
 }
 
 // goodputBetween returns the rate in bits per second at which the sink's
@@ -206,6 +234,17 @@ type sendData struct {
 	Requests []requestLine
 	Conn     *connEndLine
 	Sink     []sinkLine
+}
+
+// retransSamples returns the retransmit counts the writes recorded.
+func (d sendData) retransSamples() []retransSample {
+	s := make([]retransSample, 0, len(d.Writes))
+	for _, w := range d.Writes {
+		if !w.Pending {
+			s = append(s, retransSample{w.WriteStartUs, w.Retransmits})
+		}
+	}
+	return s
 }
 
 // readSendRecords reads a sending child's records file.
@@ -364,8 +403,8 @@ func summarizeBulk(in runInput, d sendData) (report.Run, []any) {
 	var endUs int64
 	if d.Conn != nil {
 		endUs = d.Conn.EndUs
-		r.Retransmits = int64(d.Conn.Retransmits)
 	}
+	r.Retransmits = retransIn(tl, d.retransSamples())
 	recs := make([]any, 0, len(d.Writes)+len(in.Samples))
 	var first, second []float64
 	for _, w := range d.Writes {
@@ -461,8 +500,8 @@ func summarizeRR(in runInput, d sendData) (report.Run, []any) {
 	var endUs int64
 	if d.Conn != nil {
 		endUs = d.Conn.EndUs
-		r.Retransmits = int64(d.Conn.Retransmits)
 	}
+	r.Retransmits = retransIn(tl, d.retransSamples())
 	recs := make([]any, 0, len(d.Writes)/2+len(in.Samples))
 	for _, w := range d.Writes {
 		if w.Part != "body" {

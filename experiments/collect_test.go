@@ -51,6 +51,31 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
+func TestRetransIn(t *testing.T) {
+	tl := timeline{T0: t0, Warmup: 2 * time.Second, Duration: 8 * time.Second}
+	s := func(d time.Duration, n int) retransSample { return retransSample{at(d), n} }
+	tests := []struct {
+		name    string
+		samples []retransSample
+		want    int64
+	}{
+		{"none", nil, 0},
+		{"one sample", []retransSample{s(3*time.Second, 5)}, 0},
+		{"rises outside the window", []retransSample{s(0, 0), s(time.Second, 10), s(11*time.Second, 30)}, 0},
+		{"rise into the window", []retransSample{s(time.Second, 10), s(3*time.Second, 12), s(9*time.Second, 20)}, 10},
+		{"rise out of the window", []retransSample{s(9*time.Second, 20), s(11*time.Second, 40)}, 0},
+		{"out of order", []retransSample{s(9*time.Second, 20), s(time.Second, 10), s(3*time.Second, 12)}, 10},
+		{"a new connection", []retransSample{s(3*time.Second, 50), s(4*time.Second, 60), s(5*time.Second, 2), s(6*time.Second, 3)}, 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retransIn(tl, tt.samples); got != tt.want {
+				t.Errorf("retransIn = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestGoodputBetween(t *testing.T) {
 	// 1000 bytes every 10 ms from 10 ms on: 800 kb/s.
 	var pts []sinkLine
@@ -103,7 +128,10 @@ func TestSummarizeBulk(t *testing.T) {
 	// that from 9 s on they are still pending at 12 s.
 	for i := range 100 {
 		start := time.Duration(i) * 100 * time.Millisecond
-		w := sendLine{Kind: "write", ID: uint64(i), WriteStartUs: at(start), WriteEndUs: at(start), Bytes: 1000, DrainBps: 1_900_000}
+		// One retransmit a second: 7 between the window's first write
+		// (2.0 s) and its last stamped one (8.9 s), counting the rise
+		// from the write before the window.
+		w := sendLine{Kind: "write", ID: uint64(i), WriteStartUs: at(start), WriteEndUs: at(start), Bytes: 1000, DrainBps: 1_900_000, Retransmits: i / 10}
 		if start < 9*time.Second {
 			w.LeftHostUs = at(start + 10*time.Millisecond)
 		} else {
@@ -111,7 +139,7 @@ func TestSummarizeBulk(t *testing.T) {
 		}
 		d.Writes = append(d.Writes, w)
 	}
-	d.Conn = &connEndLine{Kind: "conn", EndUs: at(12 * time.Second), Retransmits: 7}
+	d.Conn = &connEndLine{Kind: "conn", EndUs: at(12 * time.Second), Retransmits: 99} // the whole connection's
 	// The sink reads 1.5 Mb/s (1875 bytes every 10 ms).
 	for i := int64(1); i <= 1100; i++ {
 		d.Sink = append(d.Sink, sinkLine{Us: at(time.Duration(i) * 10 * time.Millisecond), Total: i * 1875})

@@ -26,6 +26,7 @@ type senderFrame struct {
 	Key           bool   `json:"key"`
 	TargetBps     int64  `json:"target_bps"`
 	DrainBps      int64  `json:"drain_bps"`
+	Retransmits   int    `json:"retransmits"` // the connection's, before the write
 }
 
 // senderConn is the "conn" line cmd/sender writes when a connection ends.
@@ -295,9 +296,13 @@ func summarizeVideo(in runInput, v videoData) (report.Run, []any) {
 		r.Utilization = r.GoodputBps / mr
 	}
 	r.Width, r.Height = commonSize(sizes)
-	for _, c := range v.Conns {
-		r.Retransmits += int64(c.Retransmits)
+	rs := make([]retransSample, 0, len(v.Frames))
+	for _, f := range v.Frames {
+		if f.WriteStartUs > 0 { // a frame whose record was lost has none
+			rs = append(rs, retransSample{f.WriteStartUs, f.Retransmits})
+		}
 	}
+	r.Retransmits = retransIn(tl, rs)
 	if lost > 0 {
 		what := ""
 		if endUs > 0 {

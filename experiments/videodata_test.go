@@ -35,6 +35,7 @@ func videoRecords() videoData {
 			EncodeStartUs: at(capture + time.Millisecond), EncodeEndUs: at(capture + 4*time.Millisecond),
 			WriteStartUs: at(capture + 5*time.Millisecond), WriteEndUs: at(capture + 5*time.Millisecond), LeftHostUs: at(left),
 			Bytes: 5000, Width: w, Height: h, Key: i == 0, TargetBps: 1_500_000, DrainBps: 1_800_000,
+			Retransmits: i / 30, // one a second: 8 in the window (2 s to 10 s)
 		})
 		if i == 150 {
 			continue
@@ -50,7 +51,7 @@ func videoRecords() videoData {
 			v.Displayed = append(v.Displayed, d)
 		}
 	}
-	v.Conns = []senderConn{{Retransmits: 4, Frames: 300}}
+	v.Conns = []senderConn{{Retransmits: 99, Frames: 300}} // the whole connection's
 	return v
 }
 
@@ -131,8 +132,8 @@ func TestSummarizeVideo(t *testing.T) {
 	if r.Width != 640 || r.Height != 360 {
 		t.Errorf("resolution %dx%d, want the most common, 640x360", r.Width, r.Height)
 	}
-	if r.Retransmits != 4 {
-		t.Errorf("retransmits %d", r.Retransmits)
+	if r.Retransmits != 8 {
+		t.Errorf("retransmits %d, want 8 (those in the window)", r.Retransmits)
 	}
 	notes := strings.Join(r.Notes, "\n")
 	for _, want := range []string{"1 of 240 frames captured in the window were not received", "1 displayed frames had an unreadable timestamp"} {

@@ -69,6 +69,7 @@ type FrameRecord struct {
 	DrainRate    rate.Bitrate
 	AppLimited   bool
 	Skipped      int // raw frames discarded unseen before this one
+	Retransmits  int // the connection's retransmitted segments before the write
 }
 
 // Limits on what the sender keeps.
@@ -409,6 +410,7 @@ func (s *Sender) reportLocked(id uint64, ft frameTiming, rec transport.SendRecor
 			Capture: ft.capture, EncodeStart: ft.encStart, EncodeEnd: ft.encEnd,
 			WriteStart: rec.WriteStart, WriteEnd: rec.WriteEnd, LeftHost: rec.LeftHost,
 			Target: ft.target, DrainRate: ft.drain, AppLimited: ft.appLimited, Skipped: ft.skipped,
+			Retransmits: rec.Retransmits,
 		})
 	}
 	since := func(t time.Time) time.Duration {

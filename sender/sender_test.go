@@ -181,7 +181,7 @@ func TestReportsNameAndTimings(t *testing.T) {
 		w := f.writes[0]
 		start := time.Now()
 		left := start.Add(3 * time.Millisecond)
-		s.Sent(transport.SendRecord{ID: w.id, Bytes: 1000, WriteStart: start, WriteEnd: start, LeftHost: left})
+		s.Sent(transport.SendRecord{ID: w.id, Bytes: 1000, WriteStart: start, WriteEnd: start, LeftHost: left, Retransmits: 4})
 		time.Sleep(time.Second / 30)
 		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
 		synctest.Wait()
@@ -208,8 +208,8 @@ func TestReportsNameAndTimings(t *testing.T) {
 		if d := ft.LeftHost - ft.WriteStart; d != 3*time.Millisecond {
 			t.Errorf("reported source delay %v, want 3ms", d)
 		}
-		if len(got) != 1 || got[0].LeftHost.Sub(got[0].WriteStart) != 3*time.Millisecond || got[0].Size.W == 0 {
-			t.Errorf("OnFrame records %+v, want frame 0 with its 3 ms source delay", got)
+		if len(got) != 1 || got[0].LeftHost.Sub(got[0].WriteStart) != 3*time.Millisecond || got[0].Size.W == 0 || got[0].Retransmits != 4 {
+			t.Errorf("OnFrame records %+v, want frame 0 with its 3 ms source delay and 4 retransmits", got)
 		}
 		if st := s.Status(); st.SourceDelayN != 1 || st.SourceDelayP50 != 3*time.Millisecond {
 			t.Errorf("status source delay %v over %d frames, want 3ms over 1", st.SourceDelayP50, st.SourceDelayN)

@@ -57,6 +57,12 @@ type SendRecord struct {
 	WriteStart time.Time // just before the write call
 	WriteEnd   time.Time // when the write call returned
 	LeftHost   time.Time // when the last byte left the host; zero if unknown
+
+	// Retransmits is the connection's count of retransmitted segments so
+	// far, as the transport last read it before the write: the difference
+	// between two records of one connection counts the retransmits
+	// between them.
+	Retransmits int
 }
 
 // SourceDelay returns how long the frame waited in the sender's own buffers:

@@ -42,6 +42,7 @@ type frameLine struct {
 	DrainBps      int64  `json:"drain_bps"`
 	AppLimited    bool   `json:"app_limited,omitempty"`
 	Skipped       int    `json:"skipped,omitempty"`
+	Retransmits   int    `json:"retransmits"` // the connection's, before the write
 }
 
 type connLine struct {
@@ -71,6 +72,7 @@ func (r *records) frame(f sender.FrameRecord) {
 		WriteStartUs: us(f.WriteStart), WriteEndUs: us(f.WriteEnd), LeftHostUs: us(f.LeftHost),
 		Bytes: f.Bytes, Width: f.Size.W, Height: f.Size.H, Key: f.Key,
 		TargetBps: int64(f.Target), DrainBps: int64(f.DrainRate), AppLimited: f.AppLimited, Skipped: f.Skipped,
+		Retransmits: f.Retransmits,
 	})
 }
 

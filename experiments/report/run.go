@@ -73,8 +73,8 @@ type Run struct {
 	// "bulk 64 KiB, 2 Mb/s, 172 ms RTT, 200 ms queue".
 	Scenario string `json:"scenario"`
 	// Mode is the send-buffer policy: "default", "lowat=BYTES",
-	// "replenish=DURATION", each optionally followed by "+nagle" or
-	// "+noclause".
+	// "replenish=DURATION", each optionally followed by "+nagle", then
+	// "+nosubmss".
 	Mode      string `json:"mode"`
 	Transport string `json:"transport"` // "tcp"
 	Workload  string `json:"workload"`  // "bulk=65536", "video"
@@ -100,8 +100,8 @@ type Run struct {
 	BitrateBps  float64  `json:"bitrate_bps,omitempty"` // video: media bitrate delivered
 
 	BottleneckQueueMs Percentiles `json:"bottleneck_queue_ms"`
-	EmulatorDrops     int64       `json:"emulator_drops"`
-	Retransmits       int64       `json:"retransmits"`
+	EmulatorDrops     int64       `json:"emulator_drops"` // in the window
+	Retransmits       int64       `json:"retransmits"`    // TCP's, in the window
 	Writes            int         `json:"writes,omitempty"`
 	Frames            int         `json:"frames,omitempty"`
 

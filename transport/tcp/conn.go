@@ -214,8 +214,8 @@ func (c *Conn) Write(id uint64, b []byte) error {
 	n, werr := c.write(b)
 	end := time.Now()
 
-	rec := transport.SendRecord{ID: id, Bytes: n, WriteStart: start, WriteEnd: end}
 	c.mu.Lock()
+	rec := transport.SendRecord{ID: id, Bytes: n, WriteStart: start, WriteEnd: end, Retransmits: c.stats.TotalRetrans}
 	c.stats.Frames++
 	c.stats.BytesWritten += uint64(n)
 	if n > 0 {
