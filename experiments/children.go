@@ -247,16 +247,20 @@ type pendingWrite struct {
 	start time.Time
 	bytes int
 	inv   transport.Invitation
+	// retrans is the connection's retransmit count before the write,
+	// which a write still pending at the end has no send record for.
+	retrans int
 }
 
 func newSendState(rec *jsonl.Writer, part func(uint64) string) *sendState {
 	return &sendState{rec: rec, part: part, pending: map[uint64]pendingWrite{}}
 }
 
-// writing notes a write about to start.
-func (s *sendState) writing(id uint64, n int, inv transport.Invitation) {
+// writing notes a write about to start, with the connection's retransmit
+// count before it.
+func (s *sendState) writing(id uint64, n int, inv transport.Invitation, retrans int) {
 	s.mu.Lock()
-	s.pending[id] = pendingWrite{start: time.Now(), bytes: n, inv: inv}
+	s.pending[id] = pendingWrite{start: time.Now(), bytes: n, inv: inv, retrans: retrans}
 	s.mu.Unlock()
 }
 
@@ -298,7 +302,7 @@ func (s *sendState) end(c *tcp.Conn) {
 	for _, id := range ids {
 		pw := s.pending[id]
 		l := sendLine{Kind: "write", ID: id, WriteStartUs: us(pw.start), Bytes: pw.bytes,
-			DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent, Pending: true}
+			DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent, Retransmits: pw.retrans, Pending: true}
 		if s.part != nil {
 			l.Part = s.part(id)
 		}
@@ -424,7 +428,7 @@ func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			break
 		}
-		s.writing(id, size, inv)
+		s.writing(id, size, inv, c.Stats().TotalRetrans)
 		if err := c.Write(id, buf); err != nil {
 			break
 		}
@@ -574,11 +578,11 @@ func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			break
 		}
 		start := time.Now()
-		s.writing(2*req, rrHeader, inv)
+		s.writing(2*req, rrHeader, inv, c.Stats().TotalRetrans)
 		if c.Write(2*req, header) != nil {
 			break
 		}
-		s.writing(2*req+1, rrBody, inv)
+		s.writing(2*req+1, rrBody, inv, c.Stats().TotalRetrans)
 		if c.Write(2*req+1, body) != nil {
 			break
 		}

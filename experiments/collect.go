@@ -240,9 +240,7 @@ type sendData struct {
 func (d sendData) retransSamples() []retransSample {
 	s := make([]retransSample, 0, len(d.Writes))
 	for _, w := range d.Writes {
-		if !w.Pending {
-			s = append(s, retransSample{w.WriteStartUs, w.Retransmits})
-		}
+		s = append(s, retransSample{w.WriteStartUs, w.Retransmits})
 	}
 	return s
 }

@@ -128,9 +128,9 @@ func TestSummarizeBulk(t *testing.T) {
 	// that from 9 s on they are still pending at 12 s.
 	for i := range 100 {
 		start := time.Duration(i) * 100 * time.Millisecond
-		// One retransmit a second: 7 between the window's first write
-		// (2.0 s) and its last stamped one (8.9 s), counting the rise
-		// from the write before the window.
+		// One retransmit a second: 8 between the window's first write
+		// (2.0 s) and its last (9.9 s, pending), counting the rise from
+		// the write before the window.
 		w := sendLine{Kind: "write", ID: uint64(i), WriteStartUs: at(start), WriteEndUs: at(start), Bytes: 1000, DrainBps: 1_900_000, Retransmits: i / 10}
 		if start < 9*time.Second {
 			w.LeftHostUs = at(start + 10*time.Millisecond)
@@ -163,7 +163,7 @@ func TestSummarizeBulk(t *testing.T) {
 	if !near(r.GoodputBps, 1.5e6, 1) || !near(r.Utilization, 0.75, 1e-6) {
 		t.Errorf("goodput %v (%v), want 1.5 Mb/s (0.75)", r.GoodputBps, r.Utilization)
 	}
-	if r.Retransmits != 7 || r.EmulatorDrops != 3 || r.BottleneckQueueMs.P50 != 100 || r.BottleneckQueueMs.P95 != 190 {
+	if r.Retransmits != 8 || r.EmulatorDrops != 3 || r.BottleneckQueueMs.P50 != 100 || r.BottleneckQueueMs.P95 != 190 {
 		t.Errorf("counters %+v", r)
 	}
 	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "10 of 80 writes in the window had not left the host") {
