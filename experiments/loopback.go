@@ -75,7 +75,7 @@ flags:
 	fmt.Fprintf(stdout, "  decode                p50 %6.1f  p95 %6.1f ms;  draw p50 %.1f  p95 %.1f ms\n", r.Decode.P50, r.Decode.P95, r.Draw.P50, r.Draw.P95)
 	fmt.Fprintf(stdout, "  sender source delay   p50 %6.2f  p95 %6.2f ms\n", r.SourceDelay.P50, r.SourceDelay.P95)
 	for _, c := range r.APIStatsAtEnd.Clients {
-		fmt.Fprintf(stdout, "  /api/stats, last 10 s: displayed %d, misreads %d, g2g p50 %.1f  p95 %.1f  p99 %.1f ms\n",
+		fmt.Fprintf(stdout, "  /api/stats at the end: displayed %d, misreads %d since the page opened; g2g over the last 10 s p50 %.1f  p95 %.1f  p99 %.1f ms\n",
 			c.FramesDisplayed, c.TimestampMisreads, float64(c.G2G.P50), float64(c.G2G.P95), float64(c.G2G.P99))
 	}
 	if *out != "" {

@@ -43,8 +43,10 @@ import (
 //	  }],                                 (clock-offset corrected)
 //	  "clients": [{                   one per connected page, by id
 //	    "id", "remote",
-//	    "frames_sent", "frames_dropped", "frames_displayed",
-//	    "timestamp_misreads",         displayed frames whose stamp did not read
+//	    "frames_sent", "frames_dropped", "frames_displayed",  totals since
+//	                                  the page connected
+//	    "timestamp_misreads",         displayed frames whose stamp did not
+//	                                  read (total)
 //	    "g2g_ms": {"p50","p95","p99","n"},  glass-to-glass over the report
 //	                                  window, all its streams: displayed (viewer
 //	                                  clock) minus the capture time read from
