@@ -373,6 +373,57 @@ func awaitPacket(c *tcp.Conn, raw syscall.RawConn, got func() bool) error {
 	return perr
 }
 
+// sendingChild is what the sending children (bulk-send, rr-client) share:
+// their records, the connection, the stop signal and the status printer.
+type sendingChild struct {
+	rec         *jsonl.Writer
+	s           *sendState
+	c           *tcp.Conn
+	raw         syscall.RawConn
+	stopped     atomic.Bool
+	stopWriting <-chan struct{} // closed by the stop signal
+	stopSignals func()
+	unclose     func() bool // undoes the close of c when ctx ends
+	endStatus   context.CancelFunc
+	wg          sync.WaitGroup
+}
+
+// startSending creates the records file, connects to addr in mode (see
+// dialSender for part and onPacket) and starts printing status lines to
+// stdout.
+func startSending(ctx context.Context, addr, mode, records string, part func(uint64) string, onPacket func([]byte), stdout io.Writer) (*sendingChild, error) {
+	rec, err := jsonl.Create(records, maxChildRecords)
+	if err != nil {
+		return nil, err
+	}
+	sc := &sendingChild{rec: rec, s: newSendState(rec, part)}
+	if sc.c, sc.raw, err = dialSender(ctx, addr, mode, sc.s, onPacket); err != nil {
+		rec.Close()
+		return nil, err
+	}
+	// A write blocked on a full send buffer ends when the context does.
+	sc.unclose = context.AfterFunc(ctx, func() { sc.c.Close() })
+	sc.stopWriting, sc.stopSignals = onStopSignal(&sc.stopped)
+	sctx, cancel := context.WithCancel(ctx)
+	sc.endStatus = cancel
+	sc.wg.Go(func() { printStatus(sctx, stdout, sc.s, &sc.stopped) })
+	return sc, nil
+}
+
+// finish records what is left (writes still pending, the connection's
+// closing line), closes the connection, waits for the child's goroutines
+// and closes the records, returning the records' error.
+func (sc *sendingChild) finish() error {
+	sc.stopSignals()
+	sc.c.Poll()
+	sc.s.end(sc.c)
+	sc.unclose()
+	sc.c.Close()
+	sc.endStatus()
+	sc.wg.Wait()
+	return sc.rec.Close()
+}
+
 // bulkSendMain is the hidden command "bulk-send": it connects to a sink and
 // writes -size bytes at every invitation until stopped.
 func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -391,34 +442,21 @@ func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
 		return 2
 	}
-	rec, err := jsonl.Create(records, maxChildRecords)
+	sc, err := startSending(ctx, to, mode, records, nil, nil, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
 		return 1
 	}
-	s := newSendState(rec, nil)
-	c, _, err := dialSender(ctx, to, mode, s, nil)
-	if err != nil {
-		rec.Close()
-		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
-		return 1
-	}
-	// A write blocked on a full send buffer ends when the context does.
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	var stopped atomic.Bool
-	stopWriting, stopSignals := onStopSignal(&stopped)
-	sctx, cancelStatus := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { printStatus(sctx, stdout, s, &stopped) })
+	c, s := sc.c, sc.s
 
 	buf := make([]byte, size)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
 	wctx, cancelWrites := context.WithCancel(ctx)
-	wg.Go(func() {
+	sc.wg.Go(func() {
 		select {
-		case <-stopWriting:
+		case <-sc.stopWriting:
 			cancelWrites()
 		case <-wctx.Done():
 		}
@@ -435,14 +473,7 @@ func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	cancelWrites()
 	drain(ctx, c)
-	stopSignals()
-	c.Poll()
-	s.end(c)
-	stop()
-	c.Close()
-	cancelStatus()
-	wg.Wait()
-	if err := rec.Close(); err != nil {
+	if err := sc.finish(); err != nil {
 		fmt.Fprintf(stderr, "bulk-send: records: %v\n", err)
 		return 1
 	}
@@ -544,34 +575,23 @@ func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "rr-client: %v\n", err)
 		return 2
 	}
-	rec, err := jsonl.Create(records, maxChildRecords)
-	if err != nil {
-		fmt.Fprintf(stderr, "rr-client: %v\n", err)
-		return 1
-	}
-	s := newSendState(rec, func(id uint64) string {
+	part := func(id uint64) string {
 		if id%2 == 0 {
 			return "header"
 		}
 		return "body"
-	})
+	}
 	answered := false
-	c, raw, err := dialSender(ctx, to, mode, s, func([]byte) { answered = true })
+	sc, err := startSending(ctx, to, mode, records, part, func([]byte) { answered = true }, stdout)
 	if err != nil {
-		rec.Close()
 		fmt.Fprintf(stderr, "rr-client: %v\n", err)
 		return 1
 	}
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	var stopped atomic.Bool
-	stopWriting, stopSignals := onStopSignal(&stopped)
-	sctx, cancelStatus := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { printStatus(sctx, stdout, s, &stopped) })
+	c, s, raw, rec := sc.c, sc.s, sc.raw, sc.rec
 
 	header := make([]byte, rrHeader)
 	body := make([]byte, rrBody)
-	for req := uint64(0); !stopped.Load(); req++ {
+	for req := uint64(0); !sc.stopped.Load(); req++ {
 		answered = false
 		inv, err := c.Wait(ctx)
 		if err != nil {
@@ -593,18 +613,11 @@ func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		c.Poll()
 	}
 	select {
-	case <-stopWriting:
+	case <-sc.stopWriting:
 		drain(ctx, c)
 	case <-ctx.Done():
 	}
-	stopSignals()
-	c.Poll()
-	s.end(c)
-	stop()
-	c.Close()
-	cancelStatus()
-	wg.Wait()
-	if err := rec.Close(); err != nil {
+	if err := sc.finish(); err != nil {
 		fmt.Fprintf(stderr, "rr-client: records: %v\n", err)
 		return 1
 	}

@@ -382,14 +382,19 @@ func (b *bulkRun) startSender(ctx context.Context) error {
 	return err
 }
 
-func (b *bulkRun) procs() []*proc {
+// started returns the processes of ps that were started (not nil).
+func started(ps ...*proc) []*proc {
 	var out []*proc
-	for _, p := range []*proc{b.recv, b.send} {
+	for _, p := range ps {
 		if p != nil {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+func (b *bulkRun) procs() []*proc {
+	return started(b.recv, b.send)
 }
 
 func (b *bulkRun) quiesce() {

@@ -195,13 +195,7 @@ func (v *videoRun) startBrowser(ctx context.Context) error {
 }
 
 func (v *videoRun) procs() []*proc {
-	var out []*proc
-	for _, p := range []*proc{v.recv, v.send} {
-		if p != nil {
-			out = append(out, p)
-		}
-	}
-	return out
+	return started(v.recv, v.send)
 }
 
 // quiesce does nothing: the sender cannot be told to stop producing frames,
