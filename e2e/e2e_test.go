@@ -20,7 +20,6 @@ import (
 	"replenish/media"
 	"replenish/sender"
 	"replenish/sender/tcpsend"
-	"replenish/transport/tcp"
 	"replenish/viewer"
 )
 
@@ -130,12 +129,11 @@ func TestSenderSurvivesViewerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcfg, _ := tcp.ParseMode("replenish=15ms")
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(ctx) })
 	wg.Go(func() {
-		tcpsend.Run(ctx, tcpsend.Config{Addr: addr, TCP: tcfg, Sender: s, ClockProbeInterval: -1})
+		tcpsend.Run(ctx, tcpsend.Config{Addr: addr, Sender: s, ClockProbeInterval: -1})
 	})
 	defer func() { cancel(); wg.Wait(); s.Close() }()
 

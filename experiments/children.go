@@ -321,11 +321,8 @@ func (s *sendState) end(c *tcp.Conn) {
 // every write through s. onPacket, if not nil, receives the peer's packets.
 // It also returns the connection's raw socket, for waiting until the peer
 // has sent something (see awaitPacket).
-func dialSender(ctx context.Context, addr, mode string, s *sendState, onPacket func([]byte)) (*tcp.Conn, syscall.RawConn, error) {
-	cfg, err := tcp.ParseMode(mode)
-	if err != nil {
-		return nil, nil, err
-	}
+func dialSender(ctx context.Context, addr string, mode transport.Mode, s *sendState, onPacket func([]byte)) (*tcp.Conn, syscall.RawConn, error) {
+	cfg := tcp.Config{Mode: mode}
 	cfg.OnSent = s.sent
 	cfg.OnPacket = onPacket
 	// Every write in flight keeps its record, however deep the send
@@ -391,7 +388,7 @@ type sendingChild struct {
 // startSending creates the records file, connects to addr in mode (see
 // dialSender for part and onPacket) and starts printing status lines to
 // stdout.
-func startSending(ctx context.Context, addr, mode, records string, part func(uint64) string, onPacket func([]byte), stdout io.Writer) (*sendingChild, error) {
+func startSending(ctx context.Context, addr string, mode transport.Mode, records string, part func(uint64) string, onPacket func([]byte), stdout io.Writer) (*sendingChild, error) {
 	rec, err := jsonl.Create(records, maxChildRecords)
 	if err != nil {
 		return nil, err
@@ -427,11 +424,12 @@ func (sc *sendingChild) finish() error {
 // bulkSendMain is the hidden command "bulk-send": it connects to a sink and
 // writes -size bytes at every invitation until stopped.
 func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var to, mode, records string
+	var to, records string
+	var mode transport.Mode
 	var size int
 	err := childFlags("bulk-send", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&to, "to", "", "sink `host:port`")
-		fs.StringVar(&mode, "mode", "default", "send-buffer `mode`")
+		fs.TextVar(&mode, "mode", transport.Mode{Policy: transport.Default}, "send-buffer `mode`")
 		fs.IntVar(&size, "size", defaultBulkWrite, "`bytes` per write")
 		fs.StringVar(&records, "records", "", "records `file`")
 	})
@@ -562,10 +560,11 @@ var rrAnswer = []byte{0, 2, 'O', 'K'}
 // 16-byte header and a 32-byte body as two writes, waiting for the answer
 // to each before the next, until stopped.
 func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var to, mode, records string
+	var to, records string
+	var mode transport.Mode
 	err := childFlags("rr-client", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&to, "to", "", "server `host:port`")
-		fs.StringVar(&mode, "mode", "default", "send-buffer `mode`")
+		fs.TextVar(&mode, "mode", transport.Mode{Policy: transport.Default}, "send-buffer `mode`")
 		fs.StringVar(&records, "records", "", "records `file`")
 	})
 	if err == nil && (records == "" || to == "") {

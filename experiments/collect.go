@@ -214,7 +214,7 @@ func baseRun(in runInput) report.Run {
 	s := in.Spec
 	fwd := in.Final.Forward.Total
 	return report.Run{
-		ID: in.ID, Scenario: s.scenario(), Mode: s.Mode, Transport: "tcp", Workload: s.Workload.String(), CC: s.Path.CC,
+		ID: in.ID, Scenario: s.scenario(), Mode: s.Mode.String(), Transport: "tcp", Workload: s.Workload.String(), CC: s.Path.CC,
 		RateBps: int64(s.Path.Rate), RTTMs: float64(s.Path.RTT) / float64(time.Millisecond),
 		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss,
 		DurationS: s.Duration.Seconds(), WarmupS: s.Warmup.Seconds(),

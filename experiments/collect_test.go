@@ -112,7 +112,7 @@ func TestGoodputBetween(t *testing.T) {
 func bulkInput() runInput {
 	spec := runSpec{
 		Path: pathSpec{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: defaultSndbufBytes},
-		Mode: "replenish=15ms", Workload: workload{Kind: kindBulk, Write: 1000}, Warmup: 2 * time.Second, Duration: 8 * time.Second,
+		Mode: mustMode("replenish=15ms"), Workload: workload{Kind: kindBulk, Write: 1000}, Warmup: 2 * time.Second, Duration: 8 * time.Second,
 	}
 	final := emu.Stats{Forward: emu.DirStats{Total: emu.Counters{
 		Drops: 3, Queue: emu.Percentiles{P50: 100 * time.Millisecond, P95: 190 * time.Millisecond, P99: 199 * time.Millisecond},

@@ -22,6 +22,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/rate"
+	"replenish/transport"
 )
 
 // Limits of what the demo's controls accept.
@@ -47,7 +48,7 @@ type demoOptions struct {
 	BinDir string
 }
 
-func parseDemoFlags(args []string, out io.Writer) (demoOptions, pathSpec, []string, error) {
+func parseDemoFlags(args []string, out io.Writer) (demoOptions, pathSpec, []transport.Mode, error) {
 	o := demoOptions{Rate: "2mbit", RTT: 80 * time.Millisecond, Queue: defaultQueue, HTTP: "127.0.0.1:8080",
 		Modes: "replenish=15ms,default", MaxRes: "640x360", CC: defaultCC, Sndbuf: defaultSndbuf}
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -100,7 +101,7 @@ flags:
 	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
 		return o, pathSpec{}, nil, fmt.Errorf("%w: --http %q: the demo serves on loopback only", errSpec, o.HTTP)
 	}
-	modes := make([]string, len(specs))
+	modes := make([]transport.Mode, len(specs))
 	for i, s := range specs {
 		modes[i] = s.Mode
 	}
@@ -200,7 +201,7 @@ func (d *demo) get() pathSpec {
 }
 
 // runDemo runs the demo until ctx is done or "quit" is typed.
-func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []string, bins binaries, ln net.Listener, dir string,
+func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []transport.Mode, bins binaries, ln net.Listener, dir string,
 	stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -249,7 +250,7 @@ func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []string, 
 		logName := fmt.Sprintf("sender-%d", i+1)
 		wg.Go(func() {
 			supervise(ctx, log, "sender "+name, func() (*proc, error) {
-				argv := []string{bins.Sender, "-to", media, "-name", name, "-mode", m, "-status=false", "-max-res", o.MaxRes,
+				argv := []string{bins.Sender, "-to", media, "-name", name, "-mode", m.String(), "-status=false", "-max-res", o.MaxRes,
 					"-bitrate", fmtRate(min(max(path.Rate, minVideoBitrate), maxVideoBitrate))}
 				return startProc(p.SenderNS(), logName, argv, filepath.Join(dir, logName+".log"), nil)
 			}, nil)
@@ -264,7 +265,7 @@ func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []string, 
 	defer srv.Close()
 
 	fmt.Fprintf(stdout, "\n  replenish demo: open http://%s/ in a browser\n", ln.Addr())
-	fmt.Fprintf(stdout, "  path %s, RTT %v, queue %d bytes; senders: %s\n", path.Rate, path.RTT, queueBytes(path.Rate, path.Queue), strings.Join(modes, ", "))
+	fmt.Fprintf(stdout, "  path %s, RTT %v, queue %d bytes; senders: %s\n", path.Rate, path.RTT, queueBytes(path.Rate, path.Queue), joinModes(modes))
 	fmt.Fprintln(stdout, "  type: rate 500kbit | rtt 200ms | reset | status | quit   (Ctrl-C stops)")
 	fmt.Fprintln(stdout)
 
@@ -293,14 +294,22 @@ func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []string, 
 }
 
 // demoStreamName is a sender's stream name: its mode, with what it means.
-func demoStreamName(mode string) string {
-	if strings.HasPrefix(mode, "replenish") {
-		return "with SBM: " + mode
+func demoStreamName(mode transport.Mode) string {
+	switch mode.Policy {
+	case transport.Replenish:
+		return "with SBM: " + mode.String()
+	case transport.Default:
+		return "without SBM: " + mode.String()
 	}
-	if strings.HasPrefix(mode, "default") {
-		return "without SBM: " + mode
+	return mode.String()
+}
+
+func joinModes(modes []transport.Mode) string {
+	s := make([]string, len(modes))
+	for i, m := range modes {
+		s[i] = m.String()
 	}
-	return mode
+	return strings.Join(s, ", ")
 }
 
 // readLines sends the lines of r to out and closes it at the end of r.

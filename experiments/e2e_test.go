@@ -54,7 +54,7 @@ func TestBulkComparison(t *testing.T) {
 	path := pathSpec{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: defaultCC, Sndbuf: defaultSndbufBytes}
 	runs := map[string]report.Run{}
 	for _, mode := range []string{"default", "replenish=15ms"} {
-		spec := runSpec{Path: path, Mode: mode, Workload: workload{Kind: kindBulk, Write: defaultBulkWrite},
+		spec := runSpec{Path: path, Mode: mustMode(mode), Workload: workload{Kind: kindBulk, Write: defaultBulkWrite},
 			Warmup: 2 * time.Second, Duration: 8 * time.Second, Drain: 2 * time.Second}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r, err := rn.runOne(ctx, spec, spec.id(), spec.id())
@@ -96,7 +96,7 @@ func TestRequestResponse(t *testing.T) {
 	path := pathSpec{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: defaultCC}
 	got := map[string]report.Run{}
 	for _, mode := range []string{"default", "default+nagle"} {
-		spec := runSpec{Path: path, Mode: mode, Workload: workload{Kind: kindRR}, Warmup: time.Second, Duration: 3 * time.Second, Drain: time.Second}
+		spec := runSpec{Path: path, Mode: mustMode(mode), Workload: workload{Kind: kindRR}, Warmup: time.Second, Duration: 3 * time.Second, Drain: time.Second}
 		r, err := rn.runOne(context.Background(), spec, spec.id(), spec.id())
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
@@ -118,7 +118,7 @@ func TestRequestResponse(t *testing.T) {
 func TestChildCrash(t *testing.T) {
 	needRoot(t)
 	rn := testRunner(t)
-	spec := runSpec{Path: pathSpec{Rate: 2 * rate.Mbps, Queue: 200 * time.Millisecond, CC: defaultCC}, Mode: "default",
+	spec := runSpec{Path: pathSpec{Rate: 2 * rate.Mbps, Queue: 200 * time.Millisecond, CC: defaultCC}, Mode: mustMode("default"),
 		Workload: workload{Kind: kindBulk, Write: 1000}, Warmup: time.Second, Duration: time.Minute}
 	type result struct {
 		r   report.Run

@@ -11,6 +11,7 @@ import (
 
 	"replenish/experiments/loopback"
 	"replenish/media"
+	"replenish/transport"
 )
 
 // Targets for glass-to-glass on loopback at 640x360 and 30 fps.
@@ -40,7 +41,7 @@ flags:
 	fs.DurationVar(&cfg.Warmup, "warmup", 5e9, "time before the window starts")
 	maxRes := fs.String("max-res", "640x360", "largest resolution, `WxH`")
 	fs.IntVar(&cfg.FPS, "fps", 30, "source frame rate")
-	fs.StringVar(&cfg.Mode, "mode", "replenish=15ms", "send buffer mode")
+	fs.TextVar(&cfg.Mode, "mode", transport.DefaultMode, "send buffer `mode`")
 	out := fs.String("out", "", "also write the result as JSON to this `file`")
 	verbose := fs.Bool("v", false, "log the viewer's and sender's messages")
 	if err := fs.Parse(args); err != nil {

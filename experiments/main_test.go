@@ -198,7 +198,7 @@ func TestDemoFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if path.Rate != rate.Mbps || path.RTT != 50*time.Millisecond || strings.Join(modes, ",") != "replenish=15ms,default" {
+	if path.Rate != rate.Mbps || path.RTT != 50*time.Millisecond || joinModes(modes) != "replenish=15ms, default" {
 		t.Errorf("path %+v, modes %q", path, modes)
 	}
 	for _, args := range [][]string{{"--http", "0.0.0.0:8080"}, {"--rate", "x"}, {"--modes", ""}, {"stray"}} {
@@ -206,7 +206,7 @@ func TestDemoFlags(t *testing.T) {
 			t.Errorf("parseDemoFlags(%q) succeeded", args)
 		}
 	}
-	if got := demoStreamName("replenish=15ms"); got != "with SBM: replenish=15ms" {
+	if got := demoStreamName(mustMode("replenish=15ms")); got != "with SBM: replenish=15ms" {
 		t.Errorf("stream name %q", got)
 	}
 }

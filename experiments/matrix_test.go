@@ -63,10 +63,10 @@ func TestParseMatrix(t *testing.T) {
 			if len(specs) != 3 {
 				t.Fatalf("%d specs, want 3", len(specs))
 			}
-			if s := specs[0]; s.Path.Rate != 100*rate.Kbps || s.Workload.Write != 512 || s.Mode != "default" || s.Duration != 7*time.Second {
+			if s := specs[0]; s.Path.Rate != 100*rate.Kbps || s.Workload.Write != 512 || s.Mode.String() != "default" || s.Duration != 7*time.Second {
 				t.Errorf("first %+v", s)
 			}
-			if s := specs[1]; s.Mode != "replenish=15ms" || s.Path.RTT != defaultRTT {
+			if s := specs[1]; s.Mode.String() != "replenish=15ms" || s.Path.RTT != defaultRTT {
 				t.Errorf("second %+v", s)
 			}
 			if s := specs[2]; s.Path.Rate != 86*rate.Mbps || s.Duration != 40*time.Second || s.Scenario != "fast path" || s.Workload.Write != 65536 {
@@ -112,7 +112,7 @@ func TestReadMatrixDirectory(t *testing.T) {
 	}
 	var modes []string
 	for _, s := range specs {
-		modes = append(modes, s.Mode)
+		modes = append(modes, s.Mode.String())
 	}
 	if want := []string{"default", "lowat=15000"}; !reflect.DeepEqual(modes, want) {
 		t.Errorf("modes %q, want %q (files in name order, *.txt only)", modes, want)

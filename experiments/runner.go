@@ -357,11 +357,11 @@ func (b *bulkRun) startReceiver(ctx context.Context) error {
 }
 
 func (b *bulkRun) startSender(ctx context.Context) error {
-	argv := []string{b.self, "bulk-send", "-to", b.addr(), "-mode", b.spec.Mode,
+	argv := []string{b.self, "bulk-send", "-to", b.addr(), "-mode", b.spec.Mode.String(),
 		"-size", fmt.Sprint(b.spec.Workload.Write), "-records", filepath.Join(b.dir, "send.jsonl")}
 	name := "bulk-send"
 	if b.spec.Workload.Kind == kindRR {
-		argv = []string{b.self, "rr-client", "-to", b.addr(), "-mode", b.spec.Mode, "-records", filepath.Join(b.dir, "send.jsonl")}
+		argv = []string{b.self, "rr-client", "-to", b.addr(), "-mode", b.spec.Mode.String(), "-records", filepath.Join(b.dir, "send.jsonl")}
 		name = "rr-client"
 	}
 	onLine := func(l string) {

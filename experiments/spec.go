@@ -9,7 +9,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/rate"
-	"replenish/transport/tcp"
+	"replenish/transport"
 )
 
 // errSpec is wrapped by every error about a run's description: its flags, a
@@ -145,26 +145,27 @@ func fmtSize(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// parseModes reads a comma-separated list of modes, each as tcp.ParseMode
-// reads it, and returns them in canonical form ("replenish=15ms",
-// "lowat=15000", "default+nagle"). Duplicates are an error.
-func parseModes(s string) ([]string, error) {
-	var out []string
+// parseModes reads a comma-separated list of modes, each as
+// transport.ParseMode reads it. Two that print the same are an error.
+func parseModes(s string) ([]transport.Mode, error) {
+	var out []transport.Mode
 	seen := map[string]bool{}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
-		cfg, err := tcp.ParseMode(f)
+		m, err := transport.ParseMode(f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: mode %q: %v", errSpec, f, err)
 		}
-		m := cfg.String()
-		if seen[m] {
+		if m.Policy == transport.Expire {
+			return nil, fmt.Errorf("%w: mode %q: expire is a QUIC mode", errSpec, f)
+		}
+		if seen[m.String()] {
 			return nil, fmt.Errorf("%w: mode %s given twice", errSpec, m)
 		}
-		seen[m] = true
+		seen[m.String()] = true
 		out = append(out, m)
 	}
 	if len(out) == 0 {
@@ -344,7 +345,7 @@ func (p pathSpec) rateAt(t time.Duration) rate.Bitrate {
 // runSpec describes one run: a workload in one mode on one path.
 type runSpec struct {
 	Path     pathSpec
-	Mode     string // canonical, as parseModes returns it
+	Mode     transport.Mode
 	Workload workload
 	Warmup   time.Duration
 	Duration time.Duration // the measured window after the warm-up
@@ -378,7 +379,7 @@ func (s runSpec) total() time.Duration { return s.Warmup + s.Duration }
 // id returns the run's ID: unique within a set as long as the runs differ,
 // and safe as a file name, as in "2mbit-172ms-bulk64KiB-replenish=15ms".
 func (s runSpec) id() string {
-	parts := []string{fmtRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short(), s.Mode}
+	parts := []string{fmtRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short(), s.Mode.String()}
 	if s.Path.Queue != defaultQueue {
 		parts = append(parts, "q"+fmtDur(s.Path.Queue))
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"replenish/transport"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ func TestParseModes(t *testing.T) {
 		{name: "nosubmss without nagle", in: "replenish=15ms+nosubmss", wantErr: true},
 		{name: "bad lowat", in: "lowat=abc", wantErr: true},
 		{name: "none", in: " , ", wantErr: true},
+		{name: "expire is for QUIC", in: "expire=100ms", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,8 +74,12 @@ func TestParseModes(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("parseModes(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			var strs []string
+			for _, m := range got {
+				strs = append(strs, m.String())
+			}
+			if err != nil || !reflect.DeepEqual(strs, tt.want) {
+				t.Fatalf("parseModes(%q) = %q, %v; want %q", tt.in, strs, err, tt.want)
 			}
 		})
 	}
@@ -191,7 +197,7 @@ func TestMeanRate(t *testing.T) {
 func TestRunIDAndScenario(t *testing.T) {
 	base := runSpec{
 		Path:     pathSpec{Rate: 2 * rate.Mbps, RTT: 172 * time.Millisecond, Queue: defaultQueue, CC: defaultCC, Sndbuf: defaultSndbufBytes},
-		Mode:     "replenish=15ms",
+		Mode:     mustMode("replenish=15ms"),
 		Workload: workload{Kind: kindBulk, Write: 65536},
 	}
 	tests := []struct {
@@ -202,7 +208,7 @@ func TestRunIDAndScenario(t *testing.T) {
 		{name: "defaults", change: func(*runSpec) {},
 			id: "2mbit-172ms-bulk64KiB-replenish=15ms", scenario: "bulk 64 KiB writes, 2.00 Mb/s, 172 ms RTT, 200 ms queue"},
 		{name: "small writes at 100 kb/s with Nagle", change: func(s *runSpec) {
-			s.Path.Rate, s.Workload.Write, s.Mode = 100*rate.Kbps, 512, "lowat=187+nagle"
+			s.Path.Rate, s.Workload.Write, s.Mode = 100*rate.Kbps, 512, mustMode("lowat=187+nagle")
 		}, id: "100kbit-172ms-bulk512B-lowat=187+nagle", scenario: "bulk 512 B writes, 100 kb/s, 172 ms RTT, 200 ms queue"},
 		{name: "everything else", change: func(s *runSpec) {
 			s.Path.Queue, s.Path.Loss, s.Path.CC, s.Path.Sndbuf, s.Path.MTU = 50*time.Millisecond, 0.01, "bbr", 0, 1280
@@ -231,9 +237,9 @@ func TestRunIDAndScenario(t *testing.T) {
 }
 
 func TestUniqueIDs(t *testing.T) {
-	s := runSpec{Path: pathSpec{Rate: rate.Mbps, Sndbuf: defaultSndbufBytes, Queue: defaultQueue, CC: defaultCC}, Mode: "default", Workload: workload{Kind: kindRR}}
+	s := runSpec{Path: pathSpec{Rate: rate.Mbps, Sndbuf: defaultSndbufBytes, Queue: defaultQueue, CC: defaultCC}, Mode: mustMode("default"), Workload: workload{Kind: kindRR}}
 	other := s
-	other.Mode = "default+nagle"
+	other.Mode = mustMode("default+nagle")
 	got := uniqueIDs([]runSpec{s, other, s, s})
 	want := []string{"1mbit-0ms-rr-default", "1mbit-0ms-rr-default+nagle", "1mbit-0ms-rr-default-2", "1mbit-0ms-rr-default-3"}
 	if !reflect.DeepEqual(got, want) {
@@ -249,7 +255,7 @@ func TestSpecFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", check: func(t *testing.T, specs []runSpec) {
-			if len(specs) != 2 || specs[0].Mode != "default" || specs[1].Mode != "replenish=15ms" {
+			if len(specs) != 2 || specs[0].Mode.String() != "default" || specs[1].Mode.String() != "replenish=15ms" {
 				t.Fatalf("specs %+v", specs)
 			}
 			s := specs[0]
@@ -266,7 +272,7 @@ func TestSpecFlags(t *testing.T) {
 				want := runSpec{
 					Path: pathSpec{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001,
 						Schedule: []step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
-					Mode: "lowat=15000", Workload: workload{Kind: kindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
+					Mode: mustMode("lowat=15000"), Workload: workload{Kind: kindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
 					Browser: true, MaxRes: "640x360", Bitrate: 1500 * rate.Kbps, Scenario: "x",
 				}
 				if len(specs) != 1 || !reflect.DeepEqual(s, want) {
@@ -345,4 +351,13 @@ func TestVideoBitrate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustMode parses a mode the test knows to be valid.
+func mustMode(s string) transport.Mode {
+	m, err := transport.ParseMode(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }

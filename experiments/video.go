@@ -93,7 +93,7 @@ func waitHTTP(ctx context.Context, c *http.Client, pr *proc, url string, timeout
 }
 
 func (v *videoRun) startSender(ctx context.Context) error {
-	argv := []string{v.bins.Sender, "-to", v.mediaAddr(), "-name", v.spec.Mode, "-mode", v.spec.Mode,
+	argv := []string{v.bins.Sender, "-to", v.mediaAddr(), "-name", v.spec.Mode.String(), "-mode", v.spec.Mode.String(),
 		"-status=false", "-bitrate", fmtRate(v.spec.videoBitrate()), "-records", filepath.Join(v.dir, "sender.jsonl")}
 	if v.spec.MaxRes != "" {
 		argv = append(argv, "-max-res", v.spec.MaxRes)

@@ -23,6 +23,7 @@ import (
 	"replenish/rate"
 	"replenish/sender"
 	"replenish/sender/tcpsend"
+	"replenish/transport"
 	"replenish/transport/tcp"
 )
 
@@ -46,7 +47,7 @@ type options struct {
 	start     rate.Bitrate // parsed from bitrate
 }
 
-func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, error) {
+func parseFlags(args []string, out io.Writer) (options, transport.Mode, media.Size, error) {
 	var o options
 	fs := flag.NewFlagSet("sender", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -67,33 +68,33 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 	fs.BoolVar(&o.status, "status", true, "print a live status line")
 	fs.StringVar(&o.records, "records", "", "write one JSON line per frame sent to this `file` (for experiments)")
 	if err := fs.Parse(args); err != nil {
-		return o, tcp.Config{}, media.Size{}, err
+		return o, transport.Mode{}, media.Size{}, err
 	}
 	if fs.NArg() > 0 {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	var err error
 	if _, _, err := net.SplitHostPort(o.to); err != nil {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-to %q: want host:port: %v", o.to, err)
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-to %q: want host:port: %v", o.to, err)
 	}
 	if o.fps < 1 || o.fps > 120 {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-fps %d: want 1 to 120", o.fps)
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-fps %d: want 1 to 120", o.fps)
 	}
 	if o.name == "" || len(o.name) > 64 {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
 	}
 	if o.start, err = rate.Parse(o.bitrate); err != nil || o.start < 10*rate.Kbps || o.start > 100*rate.Mbps {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-bitrate %q: want a rate from 10kbit to 100mbit", o.bitrate)
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-bitrate %q: want a rate from 10kbit to 100mbit", o.bitrate)
 	}
 	maxRes, err := media.ParseSize(o.maxRes)
 	if err == nil && !onLadder(maxRes) {
 		err = fmt.Errorf("not a rung of the ladder")
 	}
 	if err != nil {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-max-res %q: %v (ladder: %s)", o.maxRes, err, ladderSizes())
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-max-res %q: %v (ladder: %s)", o.maxRes, err, ladderSizes())
 	}
 
 	mode := o.mode
@@ -101,33 +102,36 @@ func parseFlags(args []string, out io.Writer) (options, tcp.Config, media.Size, 
 	case strings.ContainsAny(mode, "=+"):
 		// A full form; the separate flags must not contradict it.
 		if set["replenish"] || set["lowat"] {
-			return o, tcp.Config{}, media.Size{}, fmt.Errorf("-mode %q already says its parameter; drop -replenish/-lowat", mode)
+			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q already says its parameter; drop -replenish/-lowat", mode)
 		}
 	case mode == "replenish":
 		if o.replenish <= 0 {
-			return o, tcp.Config{}, media.Size{}, fmt.Errorf("-replenish %v: want a positive duration", o.replenish)
+			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-replenish %v: want a positive duration", o.replenish)
 		}
 		mode = fmt.Sprintf("replenish=%v", o.replenish)
 	case mode == "lowat":
 		if o.lowat <= 0 {
-			return o, tcp.Config{}, media.Size{}, fmt.Errorf("-mode lowat needs -lowat BYTES > 0")
+			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode lowat needs -lowat BYTES > 0")
 		}
 		mode = fmt.Sprintf("lowat=%d", o.lowat)
 	}
 	if set["lowat"] && !strings.HasPrefix(mode, "lowat") {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-lowat applies only to -mode lowat")
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-lowat applies only to -mode lowat")
 	}
 	if set["replenish"] && !strings.HasPrefix(mode, "replenish") {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-replenish applies only to -mode replenish")
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-replenish applies only to -mode replenish")
 	}
-	cfg, err := tcp.ParseMode(mode)
+	m, err := transport.ParseMode(mode)
 	if err != nil {
-		return o, tcp.Config{}, media.Size{}, fmt.Errorf("-mode %q: %v", o.mode, err)
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q: %v", o.mode, err)
+	}
+	if m.Policy == transport.Expire {
+		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q: expire is a QUIC mode", o.mode)
 	}
 	if set["nodelay"] {
-		cfg.Nagle = !o.nodelay
+		m.Nagle = !o.nodelay
 	}
-	return o, cfg, maxRes, nil
+	return o, m, maxRes, nil
 }
 
 func onLadder(sz media.Size) bool {
@@ -148,7 +152,7 @@ func ladderSizes() string {
 }
 
 func run(args []string, stderr io.Writer) int {
-	o, tcfg, maxRes, err := parseFlags(args, stderr)
+	o, mode, maxRes, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -192,11 +196,11 @@ func run(args []string, stderr io.Writer) int {
 	done := make(chan struct{})
 	var workers []<-chan struct{}
 	workers = append(workers, goDone(func() { src.Run(ctx) }))
-	workers = append(workers, goDone(func() { st.run(ctx, done, s, o, tcfg) }))
+	workers = append(workers, goDone(func() { st.run(ctx, done, s, o, mode) }))
 
-	log.Info("sending", "to", o.to, "name", o.name, "mode", tcfg.String(), "nodelay", !tcfg.Nagle, "fps", o.fps, "max-res", maxRes)
+	log.Info("sending", "to", o.to, "name", o.name, "mode", mode.String(), "nodelay", !mode.Nagle, "fps", o.fps, "max-res", maxRes)
 	err = tcpsend.Run(ctx, tcpsend.Config{
-		Addr: o.to, TCP: tcfg, Sender: s, Logger: log,
+		Addr: o.to, TCP: tcp.Config{Mode: mode}, Sender: s, Logger: log,
 		OnConnect: func(*tcp.Conn) { st.setConn("connected") },
 		OnDisconnect: func(c *tcp.Conn, err error) {
 			st.setConn(fmt.Sprintf("disconnected: %v", err))

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"replenish/media"
-	"replenish/transport/tcp"
+	"replenish/transport"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -63,8 +63,8 @@ func TestModeConfigMatchesParseMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := tcp.ParseMode("replenish=20ms")
-	if cfg.Mode != want.Mode || cfg.ReplenishTime != 20*time.Millisecond {
+	want, _ := transport.ParseMode("replenish=20ms")
+	if cfg != want || cfg.ReplenishTime != 20*time.Millisecond {
 		t.Fatalf("got %+v, want %+v", cfg, want)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"replenish/sender"
-	"replenish/transport/tcp"
+	"replenish/transport"
 )
 
 // statusLine prints the sender's live status: in place on a terminal, as a
@@ -41,7 +41,7 @@ func (l *statusLine) setConn(s string) {
 	l.mu.Unlock()
 }
 
-func (l *statusLine) run(ctx context.Context, done <-chan struct{}, s *sender.Sender, o options, cfg tcp.Config) {
+func (l *statusLine) run(ctx context.Context, done <-chan struct{}, s *sender.Sender, o options, mode transport.Mode) {
 	if !l.enabled {
 		return
 	}
@@ -63,7 +63,7 @@ func (l *statusLine) run(ctx context.Context, done <-chan struct{}, s *sender.Se
 		line := fmt.Sprintf("%s %v %v (target %v) %.0f fps | source delay p50 %s p95 %s | drain %v | %s",
 			o.name, st.Size, st.Bitrate, st.Target, st.FPS,
 			ms(st.SourceDelayP50, st.SourceDelayN), ms(st.SourceDelayP95, st.SourceDelayN),
-			st.DrainRate, cfg.String())
+			st.DrainRate, mode.String())
 		l.mu.Lock()
 		if l.conn != "connected" {
 			line += " | " + l.conn

@@ -18,16 +18,17 @@ import (
 	"replenish/internal/rig"
 	"replenish/media"
 	"replenish/metrics"
+	"replenish/transport"
 	"replenish/viewer"
 )
 
 // Config configures Run. Zero values mean the stated defaults.
 type Config struct {
-	Duration time.Duration // measured window; zero means 20 s
-	Warmup   time.Duration // before the window; zero means 5 s
-	MaxSize  media.Size    // zero means 640x360
-	FPS      int           // zero means 30
-	Mode     string        // transport mode; "" means replenish=15ms
+	Duration time.Duration  // measured window; zero means 20 s
+	Warmup   time.Duration  // before the window; zero means 5 s
+	MaxSize  media.Size     // zero means 640x360
+	FPS      int            // zero means 30
+	Mode     transport.Mode // the zero value is replenish with the default replenish time
 	Logger   *slog.Logger
 	// Progress, if set, is told when the measured window starts.
 	Progress func(pageURL string)
@@ -133,9 +134,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.FPS == 0 {
 		cfg.FPS = 30
 	}
-	if cfg.Mode == "" {
-		cfg.Mode = "replenish=15ms"
-	}
 	if cfg.Duration < 0 || cfg.Warmup < 0 {
 		return nil, errors.New("loopback: negative duration")
 	}
@@ -172,7 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	col.mu.Lock()
 	res := &Result{
-		Mode: cfg.Mode, Size: cfg.MaxSize.String(), FPS: cfg.FPS,
+		Mode: cfg.Mode.String(), Size: cfg.MaxSize.String(), FPS: cfg.FPS,
 		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
 		FramesReceived: col.received, FramesDisplayed: col.displayed, Misreads: col.misread,
 		DisplayedFPS: float64(col.displayed) / cfg.Duration.Seconds(),

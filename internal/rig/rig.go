@@ -13,16 +13,17 @@ import (
 	"replenish/media"
 	"replenish/sender"
 	"replenish/sender/tcpsend"
+	"replenish/transport"
 	"replenish/transport/tcp"
 	"replenish/viewer"
 )
 
 // Config configures a Rig. Zero values mean the stated defaults.
 type Config struct {
-	Name     string     // stream name; "" means "loopback"
-	Mode     string     // tcp.ParseMode syntax; "" means replenish=15ms
-	MaxSize  media.Size // zero means 640x360
-	FPS      int        // zero means 30
+	Name     string         // stream name; "" means "loopback"
+	Mode     transport.Mode // the zero value is replenish with the default replenish time
+	MaxSize  media.Size     // zero means 640x360
+	FPS      int            // zero means 30
 	OnRecord func(viewer.Record)
 	Logger   *slog.Logger
 }
@@ -46,9 +47,6 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 	if cfg.Name == "" {
 		cfg.Name = "loopback"
 	}
-	if cfg.Mode == "" {
-		cfg.Mode = "replenish=15ms"
-	}
 	if cfg.MaxSize == (media.Size{}) {
 		cfg.MaxSize = media.Size{W: 640, H: 360}
 	}
@@ -57,10 +55,6 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	tcfg, err := tcp.ParseMode(cfg.Mode)
-	if err != nil {
-		return nil, err
 	}
 	v, err := viewer.New(viewer.Config{
 		Listen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
@@ -91,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 	r.goRun("source", func() error { return src.Run(ctx) })
 	r.goRun("sender", func() error {
 		defer s.Close()
-		return tcpsend.Run(ctx, tcpsend.Config{Addr: mediaAddr.String(), TCP: tcfg, Sender: s, Logger: cfg.Logger.With("part", "sender")})
+		return tcpsend.Run(ctx, tcpsend.Config{Addr: mediaAddr.String(), TCP: tcp.Config{Mode: cfg.Mode}, Sender: s, Logger: cfg.Logger.With("part", "sender")})
 	})
 	return r, nil
 }

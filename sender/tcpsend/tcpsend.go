@@ -120,7 +120,7 @@ func runConn(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	cfg.Logger.Info("connected", "viewer", cfg.Addr, "mode", cfg.TCP.String())
+	cfg.Logger.Info("connected", "viewer", cfg.Addr, "mode", cfg.TCP.Mode.String())
 	if cfg.OnConnect != nil {
 		cfg.OnConnect(conn)
 	}

@@ -12,7 +12,7 @@ import (
 // read, the rule, and an error-queue drain.
 func BenchmarkWaitImmediate(b *testing.B) {
 	for _, cfg := range []Config{{}, {NoTimestamps: true}} {
-		b.Run(cfg.String()+map[bool]string{true: "/nots", false: "/ts"}[cfg.NoTimestamps], func(b *testing.B) {
+		b.Run(cfg.Mode.String()+map[bool]string{true: "/nots", false: "/ts"}[cfg.NoTimestamps], func(b *testing.B) {
 			e := newPair(b, cfg, pairOptions{})
 			ctx := context.Background()
 			for b.Loop() {
@@ -34,8 +34,8 @@ func BenchmarkSendLoop(b *testing.B) {
 		size int
 	}{
 		{"replenish=15ms/10KB", Config{}, 10000},
-		{"replenish=100us/60KB", Config{ReplenishTime: 100 * time.Microsecond}, 60000},
-		{"default/60KB", Config{Mode: ModeDefault}, 60000},
+		{"replenish=100us/60KB", Config{Mode: transport.Mode{ReplenishTime: 100 * time.Microsecond}}, 60000},
+		{"default/60KB", Config{Mode: transport.Mode{Policy: transport.Default}}, 60000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var delay time.Duration

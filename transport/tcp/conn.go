@@ -130,7 +130,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 }
 
 // New takes over the connected tc, sets its socket options for cfg and reads
-// them back: TCP_NODELAY unless cfg.Nagle, an explicit TCP_NOTSENT_LOWAT in
+// them back: TCP_NODELAY unless cfg.Mode.Nagle, an explicit TCP_NOTSENT_LOWAT in
 // every mode (never the sysctl's), and SO_TIMESTAMPING unless
 // cfg.NoTimestamps. It returns an error wrapping ErrConfig, ErrOption,
 // ErrNotTCP (an MPTCP socket, for one) or ErrUnsupported; on error tc is
@@ -156,7 +156,7 @@ func New(tc *net.TCPConn, cfg Config) (*Conn, error) {
 	}
 	c.lowat = c.opts.NotsentLowat
 	c.stats.Lowat = c.lowat
-	cfg.Logger.Debug("tcp: socket set up", "mode", cfg.String(),
+	cfg.Logger.Debug("tcp: socket set up", "mode", cfg.Mode.String(),
 		"nodelay", c.opts.NoDelay, "notsent_lowat", c.opts.NotsentLowat,
 		"timestamping", c.opts.Timestamping, "key_base", c.opts.KeyBase)
 	return c, nil
@@ -326,8 +326,8 @@ func (c *Conn) invitationLocked(info Info, d Decision, w transport.Wake) transpo
 		Unsent: info.NotsentBytes,
 		Wake:   w,
 	}
-	switch c.cfg.Mode {
-	case ModeReplenish:
+	switch c.cfg.Mode.Policy {
+	case transport.Replenish:
 		// Only source buffer management tells the application what the
 		// path carries; the other modes model an application without it,
 		// which learns of congestion only from writes that block.
@@ -335,8 +335,8 @@ func (c *Conn) invitationLocked(info Info, d Decision, w transport.Wake) transpo
 		inv.AppLimited = info.AppLimited
 		inv.RTT, inv.MinRTT = info.RTT, info.MinRTT
 		inv.Threshold = d.Limit
-	case ModeLowat:
-		inv.Threshold = (c.cfg.Lowat - 1) / 2
+	case transport.Lowat:
+		inv.Threshold = (c.cfg.Mode.Lowat - 1) / 2
 	default:
 		inv.Threshold = -1
 	}

@@ -52,7 +52,7 @@ func (c *Conn) setupFD(fd int) error {
 		return fmt.Errorf("%w: protocol %d", ErrNotTCP, proto)
 	}
 	nodelay := 1
-	if c.cfg.Nagle {
+	if c.cfg.Mode.Nagle {
 		nodelay = 0
 	}
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, nodelay); err != nil {
@@ -68,8 +68,8 @@ func (c *Conn) setupFD(fd int) error {
 	c.opts.NoDelay = got != 0
 
 	lowat := uint32(NoLowat)
-	if c.cfg.Mode == ModeLowat {
-		lowat = uint32(c.cfg.Lowat)
+	if c.cfg.Mode.Policy == transport.Lowat {
+		lowat = uint32(c.cfg.Mode.Lowat)
 	}
 	if err := setLowat(fd, lowat); err != nil {
 		return err
@@ -81,9 +81,9 @@ func (c *Conn) setupFD(fd int) error {
 		return fmt.Errorf("%w: TCP_NOTSENT_LOWAT reads %d, set %d", ErrOption, c.opts.NotsentLowat, lowat)
 	}
 
-	if c.cfg.SendBuffer > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, c.cfg.SendBuffer); err != nil {
-			return fmt.Errorf("tcp: setsockopt SO_SNDBUF %d: %w", c.cfg.SendBuffer, err)
+	if c.cfg.Mode.SendBuffer > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, c.cfg.Mode.SendBuffer); err != nil {
+			return fmt.Errorf("tcp: setsockopt SO_SNDBUF %d: %w", c.cfg.Mode.SendBuffer, err)
 		}
 		if c.opts.SendBuffer, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil {
 			return fmt.Errorf("tcp: getsockopt SO_SNDBUF: %w", err)
@@ -217,7 +217,7 @@ func (c *Conn) Wait(ctx context.Context) (transport.Invitation, error) {
 		c.tc.SetWriteDeadline(time.Time{})
 		// A wait that ended without an invitation may have left a small
 		// lowat armed; never leave it for a write.
-		if c.cfg.Mode == ModeReplenish {
+		if c.cfg.Mode.Policy == transport.Replenish {
 			c.raw.Control(func(fd uintptr) {
 				c.mu.Lock()
 				defer c.mu.Unlock()
@@ -314,7 +314,7 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 		c.noteInfoLocked(info)
 		d := Decide(inputFor(info, c.cfg))
 		invite := false
-		if c.cfg.Mode == ModeReplenish {
+		if c.cfg.Mode.Policy == transport.Replenish {
 			invite = d.Invite || i >= maxRechecks
 			lowat := uint32(NoLowat)
 			if !invite {
@@ -336,7 +336,7 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 				return true
 			}
 			if rev&unix.POLLOUT != 0 {
-				if c.cfg.Mode == ModeReplenish {
+				if c.cfg.Mode.Policy == transport.Replenish {
 					c.stats.Rechecks++
 					continue
 				}
@@ -484,7 +484,7 @@ func (c *Conn) drainInLocked(fd int) {
 // while the send buffer is full (or, in lowat mode, while Linux gates the
 // write) and returns the bytes written.
 func (c *Conn) write(b []byte) (int, error) {
-	if c.cfg.Nagle || c.opts.Timestamping == 0 {
+	if c.cfg.Mode.Nagle || c.opts.Timestamping == 0 {
 		return c.tc.Write(b)
 	}
 	n := 0

@@ -65,8 +65,8 @@ func parkedWait(t *testing.T, ctx context.Context, c *Conn) <-chan waitOutcome {
 // the send buffer is large (8 MiB), so that filling never finds it full:
 // a write that runs out of space marks the socket SOCK_NOSPACE, which
 // would mask a missing arming poll.
-func backlogged(mode Mode) pairOptions {
-	if mode != ModeDefault {
+func backlogged(mode transport.Policy) pairOptions {
+	if mode != transport.Default {
 		return pairOptions{before: func(fd int) error {
 			return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
 		}}
@@ -85,21 +85,21 @@ func backlogged(mode Mode) pairOptions {
 // mode.
 func backlog(t *testing.T, e endpoint) {
 	t.Helper()
-	switch cfg := e.c.Config(); cfg.Mode {
-	case ModeReplenish:
+	switch cfg := e.c.Config(); cfg.Mode.Policy {
+	case transport.Replenish:
 		fillUnsent(t, e, 32000, 512<<10)
 		settleNetpoll(t, e.c)
-	case ModeLowat:
+	case transport.Lowat:
 		// Linux gates writes at the lowat, so lift it while filling,
 		// then put it back.
 		setLowatRaw(t, e.c, NoLowat)
 		fillUnsent(t, e, 32000, 512<<10)
 		settleNetpoll(t, e.c)
-		setLowatRaw(t, e.c, uint32(cfg.Lowat))
-	case ModeDefault:
+		setLowatRaw(t, e.c, uint32(cfg.Mode.Lowat))
+	case transport.Default:
 		fillUnwritable(t, e, 32000)
 	}
-	if e.c.Config().Mode != ModeReplenish && writable(t, e.c) {
+	if e.c.Config().Mode.Policy != transport.Replenish && writable(t, e.c) {
 		t.Fatal("the socket is still writable after filling")
 	}
 }
@@ -149,15 +149,15 @@ func TestKernelWake(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"replenish", Config{ReplenishTime: time.Microsecond}},
-		{"replenish without timestamps", Config{ReplenishTime: time.Microsecond, NoTimestamps: true}},
-		{"replenish nagle without timestamps", Config{ReplenishTime: time.Microsecond, Nagle: true, NoTimestamps: true}},
-		{"lowat without timestamps", Config{Mode: ModeLowat, Lowat: 64 << 10, NoTimestamps: true}},
-		{"default without timestamps", Config{Mode: ModeDefault, NoTimestamps: true}},
+		{"replenish", Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}}},
+		{"replenish without timestamps", Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}, NoTimestamps: true}},
+		{"replenish nagle without timestamps", Config{Mode: transport.Mode{ReplenishTime: time.Microsecond, Nagle: true}, NoTimestamps: true}},
+		{"lowat without timestamps", Config{Mode: transport.Mode{Policy: transport.Lowat, Lowat: 64 << 10}, NoTimestamps: true}},
+		{"default without timestamps", Config{Mode: transport.Mode{Policy: transport.Default}, NoTimestamps: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.SafetyTimeout = 3 * time.Second
-			e := newPair(t, tc.cfg, backlogged(tc.cfg.Mode))
+			e := newPair(t, tc.cfg, backlogged(tc.cfg.Mode.Policy))
 			backlog(t, e)
 			before := info(t, e.c)
 			ch := parkedWait(t, context.Background(), e.c)
@@ -178,7 +178,7 @@ func TestKernelWake(t *testing.T) {
 			if tc.cfg.NoTimestamps && (st.KernelWakes == 0 || st.ErrQueueWakes != 0) {
 				t.Errorf("timestamps off: %d EPOLLOUT wakes, %d error-queue wakes", st.KernelWakes, st.ErrQueueWakes)
 			}
-			if tc.cfg.Mode != ModeDefault && o.inv.Unsent > o.inv.Threshold {
+			if tc.cfg.Mode.Policy != transport.Default && o.inv.Unsent > o.inv.Threshold {
 				t.Errorf("invited with %d unsent above threshold %d", o.inv.Unsent, o.inv.Threshold)
 			}
 			e.tc.CloseWrite()
@@ -197,15 +197,15 @@ func TestNotificationOnly(t *testing.T) {
 		cfg  Config
 		want uint32
 	}{
-		{"replenish", Config{ReplenishTime: time.Microsecond}, NoLowat},
-		{"replenish nagle", Config{ReplenishTime: time.Microsecond, Nagle: true}, NoLowat},
-		{"lowat", Config{Mode: ModeLowat, Lowat: 16 << 10}, 16 << 10},
-		{"default", Config{Mode: ModeDefault}, NoLowat},
+		{"replenish", Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}}, NoLowat},
+		{"replenish nagle", Config{Mode: transport.Mode{ReplenishTime: time.Microsecond, Nagle: true}}, NoLowat},
+		{"lowat", Config{Mode: transport.Mode{Policy: transport.Lowat, Lowat: 16 << 10}}, 16 << 10},
+		{"default", Config{Mode: transport.Mode{Policy: transport.Default}}, NoLowat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newPair(t, tc.cfg, backlogged(tc.cfg.Mode))
+			e := newPair(t, tc.cfg, backlogged(tc.cfg.Mode.Policy))
 			var got <-chan []pktSummary
-			if tc.cfg.Mode != ModeDefault {
+			if tc.cfg.Mode.Policy != transport.Default {
 				// Park once so that replenish mode has armed a small
 				// lowat before the write.
 				backlog(t, e)
@@ -221,7 +221,7 @@ func TestNotificationOnly(t *testing.T) {
 				}
 			}
 			filled := e.c.Stats().Frames
-			if tc.cfg.Mode == ModeReplenish && e.c.Stats().Lowat == NoLowat && e.c.Stats().Parks == 0 {
+			if tc.cfg.Mode.Policy == transport.Replenish && e.c.Stats().Lowat == NoLowat && e.c.Stats().Parks == 0 {
 				t.Fatal("the wait never armed a lowat; the test proves nothing")
 			}
 			var during []uint32
@@ -252,7 +252,7 @@ func TestNotificationOnly(t *testing.T) {
 					t.Errorf("packet %d of the big frame: %+v", i, p)
 				}
 			}
-			if st := e.c.Stats(); tc.cfg.Mode != ModeDefault && st.BytesWritten != uint64(int(filled)*32002+20*50002) {
+			if st := e.c.Stats(); tc.cfg.Mode.Policy != transport.Default && st.BytesWritten != uint64(int(filled)*32002+20*50002) {
 				t.Errorf("BytesWritten = %d", st.BytesWritten)
 			}
 		})
@@ -267,13 +267,13 @@ func TestOptionsReadBack(t *testing.T) {
 		lowat   uint32
 	}{
 		{"replenish", Config{}, true, NoLowat},
-		{"replenish nagle", Config{Nagle: true}, false, NoLowat},
-		{"lowat", Config{Mode: ModeLowat, Lowat: 20000}, true, 20000},
-		{"lowat nagle", Config{Mode: ModeLowat, Lowat: 1, Nagle: true}, false, 1},
-		{"default", Config{Mode: ModeDefault}, true, NoLowat},
-		{"default nagle", Config{Mode: ModeDefault, Nagle: true}, false, NoLowat},
+		{"replenish nagle", Config{Mode: transport.Mode{Nagle: true}}, false, NoLowat},
+		{"lowat", Config{Mode: transport.Mode{Policy: transport.Lowat, Lowat: 20000}}, true, 20000},
+		{"lowat nagle", Config{Mode: transport.Mode{Policy: transport.Lowat, Lowat: 1, Nagle: true}}, false, 1},
+		{"default", Config{Mode: transport.Mode{Policy: transport.Default}}, true, NoLowat},
+		{"default nagle", Config{Mode: transport.Mode{Policy: transport.Default, Nagle: true}}, false, NoLowat},
 		{"no timestamps", Config{NoTimestamps: true}, true, NoLowat},
-		{"default send buffer", Config{Mode: ModeDefault, SendBuffer: 1 << 20}, true, NoLowat},
+		{"default send buffer", Config{Mode: transport.Mode{Policy: transport.Default, SendBuffer: 1 << 20}}, true, NoLowat},
 		{"user timeout", Config{UserTimeout: 7 * time.Second}, true, NoLowat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -314,15 +314,15 @@ func TestOptionsReadBack(t *testing.T) {
 				t.Errorf("SO_TIMESTAMPING = %#x, Options %#x, NoTimestamps %v", ts, o.Timestamping, tc.cfg.NoTimestamps)
 			}
 			// Linux doubles SO_SNDBUF (within net.core.wmem_max).
-			if tc.cfg.SendBuffer > 0 && o.SendBuffer < tc.cfg.SendBuffer {
-				t.Errorf("SO_SNDBUF reads %d, set %d", o.SendBuffer, tc.cfg.SendBuffer)
+			if tc.cfg.Mode.SendBuffer > 0 && o.SendBuffer < tc.cfg.Mode.SendBuffer {
+				t.Errorf("SO_SNDBUF reads %d, set %d", o.SendBuffer, tc.cfg.Mode.SendBuffer)
 			}
 			var uto int
 			e.c.raw.Control(func(fd uintptr) { uto, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
 			if want := int(tc.cfg.UserTimeout.Milliseconds()); uto != want {
 				t.Errorf("TCP_USER_TIMEOUT = %d ms, want %d", uto, want)
 			}
-			if tc.cfg.SendBuffer == 0 && o.SendBuffer != 0 {
+			if tc.cfg.Mode.SendBuffer == 0 && o.SendBuffer != 0 {
 				t.Errorf("Options.SendBuffer %d without Config.SendBuffer", o.SendBuffer)
 			}
 		})
@@ -334,9 +334,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"lowat zero", Config{Mode: ModeLowat}},
-		{"lowat negative", Config{Mode: ModeLowat, Lowat: -5}},
-		{"negative replenish", Config{ReplenishTime: -time.Millisecond}},
+		{"lowat zero", Config{Mode: transport.Mode{Policy: transport.Lowat}}},
+		{"lowat negative", Config{Mode: transport.Mode{Policy: transport.Lowat, Lowat: -5}}},
+		{"negative replenish", Config{Mode: transport.Mode{ReplenishTime: -time.Millisecond}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ln, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -434,7 +434,7 @@ func TestTimestampsCoalesced(t *testing.T) {
 	for _, nagle := range []bool{true, false} {
 		t.Run(fmt.Sprintf("nagle=%v", nagle), func(t *testing.T) {
 			var rec recorder
-			e := newPair(t, Config{ReplenishTime: time.Microsecond, Nagle: nagle, OnSent: rec.add}, pairOptions{peerRcvBuf: 64 << 10})
+			e := newPair(t, Config{Mode: transport.Mode{ReplenishTime: time.Microsecond, Nagle: nagle}, OnSent: rec.add}, pairOptions{peerRcvBuf: 64 << 10})
 			filled := fillUnsent(t, e, 32000, 256<<10)
 			const small = 50
 			for i := range small {
@@ -484,7 +484,7 @@ func TestTimestampsCoalesced(t *testing.T) {
 func TestTimestampsBounded(t *testing.T) {
 	var rec recorder
 	const max = 8
-	e := newPair(t, Config{ReplenishTime: time.Microsecond, OnSent: rec.add, MaxPending: max}, pairOptions{peerRcvBuf: 64 << 10})
+	e := newPair(t, Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}, OnSent: rec.add, MaxPending: max}, pairOptions{peerRcvBuf: 64 << 10})
 	filled := fillUnsent(t, e, 32000, 256<<10)
 	for i := range 40 {
 		if err := e.c.WriteFrame(uint64(i), frame(1, 100, 1)); err != nil {
@@ -545,7 +545,7 @@ func TestTimestampsOff(t *testing.T) {
 // TestWaitCancel checks that cancelling a parked Wait returns the context's
 // error and leaves no deadline behind for the next write.
 func TestWaitCancel(t *testing.T) {
-	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: time.Hour}, backlogged(ModeReplenish))
+	e := newPair(t, Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}, SafetyTimeout: time.Hour}, backlogged(transport.Replenish))
 	backlog(t, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := parkedWait(t, ctx, e.c)
@@ -568,7 +568,7 @@ func TestWaitCancel(t *testing.T) {
 }
 
 func TestWaitClose(t *testing.T) {
-	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: time.Hour}, backlogged(ModeReplenish))
+	e := newPair(t, Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}, SafetyTimeout: time.Hour}, backlogged(transport.Replenish))
 	backlog(t, e)
 	ch := parkedWait(t, context.Background(), e.c)
 	if err := e.c.Close(); err != nil {
@@ -583,7 +583,7 @@ func TestWaitClose(t *testing.T) {
 // peer never reads), each timer expiry re-evaluates and re-arms rather than
 // inviting.
 func TestWaitTimer(t *testing.T) {
-	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: 20 * time.Millisecond}, backlogged(ModeReplenish))
+	e := newPair(t, Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}, SafetyTimeout: 20 * time.Millisecond}, backlogged(transport.Replenish))
 	backlog(t, e)
 	ch := waitAsync(context.Background(), e.c)
 	eventually(t, "two timer wakes", func() bool { return e.c.Stats().TimerWakes >= 2 })
@@ -602,8 +602,8 @@ func TestWaitTimer(t *testing.T) {
 }
 
 func TestWaitImmediate(t *testing.T) {
-	for _, cfg := range []Config{{}, {Mode: ModeLowat, Lowat: 1000}, {Mode: ModeDefault}} {
-		t.Run(cfg.String(), func(t *testing.T) {
+	for _, cfg := range []Config{{}, {Mode: transport.Mode{Policy: transport.Lowat, Lowat: 1000}}, {Mode: transport.Mode{Policy: transport.Default}}} {
+		t.Run(cfg.Mode.String(), func(t *testing.T) {
 			e := newPair(t, cfg, pairOptions{})
 			inv, err := e.c.Wait(context.Background())
 			if err != nil {
@@ -627,7 +627,7 @@ func TestWaitImmediate(t *testing.T) {
 func TestPeerPackets(t *testing.T) {
 	var got [][]byte
 	cfg := Config{
-		ReplenishTime: time.Microsecond, SafetyTimeout: guard,
+		Mode: transport.Mode{ReplenishTime: time.Microsecond}, SafetyTimeout: guard,
 		OnPacket: func(p []byte) { got = append(got, slices.Clone(p)) },
 	}
 	e := newPair(t, cfg, pairOptions{peerRcvBuf: 64 << 10})
@@ -696,7 +696,7 @@ func TestWriteFrameErrors(t *testing.T) {
 }
 
 func TestPeerReset(t *testing.T) {
-	e := newPair(t, Config{ReplenishTime: time.Microsecond, SafetyTimeout: time.Hour}, backlogged(ModeReplenish))
+	e := newPair(t, Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}, SafetyTimeout: time.Hour}, backlogged(transport.Replenish))
 	backlog(t, e)
 	ch := parkedWait(t, context.Background(), e.c)
 	e.peer.SetLinger(0)

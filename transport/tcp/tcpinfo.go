@@ -252,8 +252,8 @@ func inputFor(i Info, cfg Config) RuleInput {
 		SndWnd:         i.SndWnd,
 		SRTT:           i.RTT,
 		DeliveryRate:   i.DeliveryRate,
-		Nagle:          cfg.Nagle,
-		NoSubMSSClause: cfg.NoSubMSSClause,
-		ReplenishTime:  cfg.ReplenishTime,
+		Nagle:          cfg.Mode.Nagle,
+		NoSubMSSClause: cfg.Mode.NoSubMSS,
+		ReplenishTime:  cfg.Mode.ReplenishTime,
 	}
 }

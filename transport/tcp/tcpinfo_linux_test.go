@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"replenish/transport"
 	"strings"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestCaptureInfo(t *testing.T) {
 
 	// A Nagle sender whose peer stopped reading, caught with less than
 	// one MSS unsent.
-	n := newPair(t, Config{NoTimestamps: true, Nagle: true}, pairOptions{peerRcvBuf: 64 << 10})
+	n := newPair(t, Config{Mode: transport.Mode{Nagle: true}, NoTimestamps: true}, pairOptions{peerRcvBuf: 64 << 10})
 	pkt := frame(1, 4000, 1)
 	for i := 0; ; i++ {
 		in := info(t, n.c)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"replenish/transport"
 	"strings"
 	"testing"
 	"time"
@@ -48,8 +49,8 @@ func TestRecordedInfo(t *testing.T) {
 		reason Reason
 		source DrainSource
 	}
-	replenish := func(d time.Duration) Config { return Config{ReplenishTime: d} }
-	nagle := func(d time.Duration) Config { return Config{ReplenishTime: d, Nagle: true} }
+	replenish := func(d time.Duration) Config { return Config{Mode: transport.Mode{ReplenishTime: d}} }
+	nagle := func(d time.Duration) Config { return Config{Mode: transport.Mode{ReplenishTime: d, Nagle: true}} }
 	for _, tc := range []struct {
 		name   string
 		state  func(t *testing.T, i Info)
@@ -101,7 +102,7 @@ func TestRecordedInfo(t *testing.T) {
 			checks: []check{
 				{nagle(time.Nanosecond), true, ReasonSubMSS, DrainDelivery},
 				{replenish(time.Nanosecond), false, ReasonAboveThreshold, DrainDelivery},
-				{Config{ReplenishTime: time.Nanosecond, Nagle: true, NoSubMSSClause: true}, false, ReasonAboveThreshold, DrainDelivery},
+				{Config{Mode: transport.Mode{ReplenishTime: time.Nanosecond, Nagle: true, NoSubMSS: true}}, false, ReasonAboveThreshold, DrainDelivery},
 			},
 		},
 	} {
