@@ -19,7 +19,7 @@ import (
 	"replenish/internal/rig"
 	"replenish/media"
 	"replenish/sender"
-	"replenish/sender/tcpsend"
+	"replenish/transport/tcp"
 	"replenish/viewer"
 )
 
@@ -133,7 +133,7 @@ func TestSenderSurvivesViewerRestart(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(ctx) })
 	wg.Go(func() {
-		tcpsend.Run(ctx, tcpsend.Config{Addr: addr, Sender: s, ClockProbeInterval: -1})
+		s.Connect(ctx, sender.ConnectConfig{Dial: tcp.Dialer(addr, tcp.Config{})})
 	})
 	defer func() { cancel(); wg.Wait(); s.Close() }()
 

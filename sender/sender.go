@@ -390,8 +390,9 @@ func (s *Sender) trackLocked(id uint64, ft frameTiming) {
 	}
 }
 
-// Sent takes a transport's send record for a frame written by Run. The TCP
-// transport calls it from within Wait and WriteFrame.
+// Sent takes a transport's send record for a frame written by Run. Connect
+// hands it to each connection's transport.Handler; it is safe to call from
+// any goroutine.
 func (s *Sender) Sent(rec transport.SendRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -22,7 +22,6 @@ import (
 	"replenish/media"
 	"replenish/rate"
 	"replenish/sender"
-	"replenish/sender/tcpsend"
 	"replenish/transport"
 	"replenish/transport/tcp"
 )
@@ -199,13 +198,13 @@ func run(args []string, stderr io.Writer) int {
 	workers = append(workers, goDone(func() { st.run(ctx, done, s, o, mode) }))
 
 	log.Info("sending", "to", o.to, "name", o.name, "mode", mode.String(), "nodelay", !mode.Nagle, "fps", o.fps, "max-res", maxRes)
-	err = tcpsend.Run(ctx, tcpsend.Config{
-		Addr: o.to, TCP: tcp.Config{Mode: mode}, Sender: s, Logger: log,
-		OnConnect: func(*tcp.Conn) { st.setConn("connected") },
-		OnDisconnect: func(c *tcp.Conn, err error) {
+	err = s.Connect(ctx, sender.ConnectConfig{
+		Dial: tcp.Dialer(o.to, tcp.Config{Mode: mode, Logger: log}), ProbeAddr: o.to, Logger: log,
+		OnConnect: func() { st.setConn("connected") },
+		OnDisconnect: func(c transport.Counters, err error) {
 			st.setConn(fmt.Sprintf("disconnected: %v", err))
 			if rec != nil {
-				rec.conn(c.Stats())
+				rec.conn(c)
 			}
 		},
 	})

@@ -6,7 +6,7 @@ import (
 	"replenish/internal/jsonl"
 
 	"replenish/sender"
-	"replenish/transport/tcp"
+	"replenish/transport"
 )
 
 // maxRecords caps a records file: about a day of frames at 30 fps.
@@ -76,10 +76,10 @@ func (r *records) frame(f sender.FrameRecord) {
 	})
 }
 
-func (r *records) conn(st tcp.Stats) {
+func (r *records) conn(st transport.Counters) {
 	r.write(connLine{
 		Kind: "conn", EndUs: time.Now().UnixMicro(),
-		Retransmits: st.TotalRetrans, BytesRetrans: st.BytesRetrans, BytesWritten: st.BytesWritten, Frames: st.Frames,
+		Retransmits: st.Retransmits, BytesRetrans: st.BytesRetrans, BytesWritten: st.BytesWritten, Frames: st.Frames,
 		InvitedKernel: st.InvitedKernel, InvitedTimer: st.InvitedTimer, InvitedAtOnce: st.InvitedImmediate,
 		RecordsNoStamp: st.RecordsUnstamped,
 	})

@@ -12,7 +12,6 @@ import (
 
 	"replenish/media"
 	"replenish/sender"
-	"replenish/sender/tcpsend"
 	"replenish/transport"
 	"replenish/transport/tcp"
 	"replenish/viewer"
@@ -85,7 +84,8 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 	r.goRun("source", func() error { return src.Run(ctx) })
 	r.goRun("sender", func() error {
 		defer s.Close()
-		return tcpsend.Run(ctx, tcpsend.Config{Addr: mediaAddr.String(), TCP: tcp.Config{Mode: cfg.Mode}, Sender: s, Logger: cfg.Logger.With("part", "sender")})
+		addr := mediaAddr.String()
+		return s.Connect(ctx, sender.ConnectConfig{Dial: tcp.Dialer(addr, tcp.Config{Mode: cfg.Mode}), ProbeAddr: addr})
 	})
 	return r, nil
 }

@@ -106,6 +106,8 @@ const (
 	oobDataLen = 64
 )
 
+var _ transport.Conn = (*Conn)(nil)
+
 // aLongTimeAgo is a deadline in the past, used to wake a parked wait.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -127,6 +129,32 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// senderUserTimeout is the TCP_USER_TIMEOUT a Dialer sets unless its
+// Config has one: a connection whose sent data stays unacknowledged this
+// long (the viewer's host vanished) fails, so that the sender reconnects
+// rather than wait out the kernel's retransmissions (about 15 minutes). An
+// outage shorter than this recovers on the same connection.
+const senderUserTimeout = 20 * time.Second
+
+// Dialer returns a transport.Dialer for the sender's connection loop: each
+// call dials addr with cfg, its send records and the viewer's packets going
+// to the handler (replacing cfg.OnSent and cfg.OnPacket). Unless cfg sets
+// one, it sets a 20 s TCP_USER_TIMEOUT.
+func Dialer(addr string, cfg Config) transport.Dialer {
+	if cfg.UserTimeout == 0 {
+		cfg.UserTimeout = senderUserTimeout
+	}
+	return func(ctx context.Context, h transport.Handler) (transport.Conn, error) {
+		c := cfg
+		c.OnSent, c.OnPacket = h.Sent, h.Packet
+		conn, err := Dial(ctx, addr, c)
+		if err != nil {
+			return nil, err
+		}
+		return conn, nil
+	}
 }
 
 // New takes over the connected tc, sets its socket options for cfg and reads
@@ -285,6 +313,18 @@ func (c *Conn) deliver() {
 		for _, p := range pkts {
 			c.cfg.OnPacket(p)
 		}
+	}
+}
+
+// Counters returns the Conn's totals in the terms every transport reports.
+// It is safe for concurrent use.
+func (c *Conn) Counters() transport.Counters {
+	st := c.Stats()
+	return transport.Counters{
+		Frames: st.Frames, BytesWritten: st.BytesWritten,
+		Retransmits: st.TotalRetrans, BytesRetrans: st.BytesRetrans,
+		InvitedImmediate: st.InvitedImmediate, InvitedKernel: st.InvitedKernel, InvitedTimer: st.InvitedTimer,
+		RecordsUnstamped: st.RecordsUnstamped,
 	}
 }
 
