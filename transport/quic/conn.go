@@ -1,0 +1,370 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"replenish/framer"
+	"replenish/transport"
+)
+
+// Conn is a QUIC connection to a viewer that carries RoQ framed RTP and
+// invites frames according to its Config's buffer policy.
+//
+// Wait, WriteFrame and Poll belong to one goroutine, on which send records
+// are delivered (Config.Handler.Sent); the viewer's packets are delivered
+// on a goroutine of the Conn's own. Counters, SetLead and Close are safe
+// from any goroutine.
+type Conn struct {
+	qc  *quic.Conn
+	cfg Config
+	log *slog.Logger
+
+	wake    chan struct{} // capacity 1: the backlog shrank or a frame finished
+	queued  chan struct{} // capacity 1: a frame was queued for the writer
+	closing chan struct{} // closed by Close, once
+	closeMu sync.Once
+	wg      sync.WaitGroup // the writer and the feedback reader
+
+	// Updated by the write limiter on quic-go's goroutine.
+	accepted  atomic.Int64 // bytes handed to WriteFrame, framing included
+	packed    atomic.Int64 // of those, bytes packetized
+	discarded atomic.Int64 // of those, bytes of expired frames never to be sent
+	limit     atomic.Int64 // wake the waiter when unsent <= limit; -1: never
+
+	mu      sync.Mutex // guards the fields below
+	queue   []*frame   // accepted and not yet handed to quic-go, oldest first
+	done    []transport.SendRecord
+	err     error // why the connection failed; nil while it works
+	est     estimator
+	lead    time.Duration
+	header  bool // the media stream's flow identifier is written
+	stats   transport.Counters
+	expired expiry
+}
+
+// expiry counts what the expire mode threw away.
+type expiry struct {
+	dropped    uint64 // frames dropped before any byte was sent
+	reset      uint64 // frames whose stream was reset part way
+	bytesReset uint64 // bytes packetized for frames then reset
+}
+
+// frame is one WriteFrame's data on its way to quic-go.
+type frame struct {
+	id             uint64
+	buf            []byte
+	end            int64 // c.packed once the whole frame is packetized; set by the writer
+	writeStart     time.Time
+	writeEnd       time.Time
+	retrans        int
+	leftHost       atomic.Int64 // UnixNano of the last byte's packetization; 0 until then
+	perFrameStream bool
+	expiresAt      time.Time // expire mode only
+}
+
+var _ transport.Conn = (*Conn)(nil)
+
+func newConn(qc *quic.Conn, cfg Config) (*Conn, error) {
+	c := &Conn{
+		qc:      qc,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		wake:    make(chan struct{}, 1),
+		queued:  make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		est:     newEstimator(),
+	}
+	c.limit.Store(-1)
+	var media *quic.SendStream
+	if cfg.Mode.Policy != transport.Expire {
+		var err error
+		if media, err = qc.OpenUniStream(); err != nil {
+			return nil, fmt.Errorf("quic: opening the media stream: %w", err)
+		}
+	}
+	c.wg.Go(func() { c.writeLoop(media) })
+	c.wg.Go(c.readFeedback)
+	return c, nil
+}
+
+// SetLead declares how long the sender needs from an invitation to its
+// write (its encode time): the rule then invites that much earlier. It is
+// safe for concurrent use.
+func (c *Conn) SetLead(d time.Duration) {
+	c.mu.Lock()
+	c.lead = max(d, 0)
+	c.mu.Unlock()
+}
+
+// WriteFrame queues pkts (control packets, then one frame's media packets)
+// as one unit and returns without waiting for the network. The frame's
+// send record reaches Config.Handler.Sent once its last byte is in a
+// packet. It returns ErrEmptyFrame, ErrQueueFull, or the error that ended
+// the connection.
+func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
+	start := time.Now()
+	if len(pkts) == 0 {
+		return ErrEmptyFrame
+	}
+	f := &frame{id: id, writeStart: start, perFrameStream: c.cfg.Mode.Policy == transport.Expire}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	var err error
+	if f.buf, err = c.frameBytesLocked(f, pkts); err != nil {
+		return err
+	}
+	if unsent := c.unsent(); unsent+int64(len(f.buf)) > 2*int64(c.cfg.MaxQueue) {
+		return fmt.Errorf("%w: %d bytes unsent", ErrQueueFull, unsent)
+	}
+	c.sampleLocked(start) // before the backlog grows: see sampleLocked
+	c.accepted.Add(int64(len(f.buf)))
+	if f.perFrameStream {
+		f.expiresAt = start.Add(c.cfg.Mode.Expire)
+	}
+	f.retrans = int(c.qc.ConnectionStats().PacketsLost)
+	f.writeEnd = time.Now()
+	c.queue = append(c.queue, f)
+	c.stats.Frames++
+	c.stats.BytesWritten += uint64(len(f.buf))
+	select {
+	case c.queued <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// frameBytesLocked frames pkts for the wire: RoQ length-prefixed packets,
+// after the flow identifier at the start of each stream.
+func (c *Conn) frameBytesLocked(f *frame, pkts [][]byte) ([]byte, error) {
+	var b []byte
+	if f.perFrameStream || !c.header {
+		b = appendVarint(b, FlowID)
+		c.header = c.header || !f.perFrameStream
+	}
+	for _, p := range pkts {
+		if len(p) == 0 || len(p) > framer.MaxPacketSize {
+			return nil, fmt.Errorf("quic: packet of %d bytes: %w", len(p), framer.ErrPacketTooLarge)
+		}
+		b = appendVarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	return b, nil
+}
+
+// writeLoop hands queued frames to quic-go, one at a time, until the
+// connection fails or closes. media is the connection's media stream, or
+// nil when each frame gets a stream of its own.
+func (c *Conn) writeLoop(media *quic.SendStream) {
+	for {
+		f := c.nextFrame()
+		if f == nil {
+			return
+		}
+		var err error
+		if f.perFrameStream {
+			err = c.writeOwnStream(f)
+		} else {
+			err = c.writeOn(media, f)
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// nextFrame returns the oldest queued frame, waiting for one; nil once the
+// Conn is closing or failed.
+func (c *Conn) nextFrame() *frame {
+	for {
+		c.mu.Lock()
+		if c.err != nil {
+			c.mu.Unlock()
+			return nil
+		}
+		if len(c.queue) > 0 {
+			f := c.queue[0]
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+			c.mu.Unlock()
+			return f
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.queued:
+		case <-c.closing:
+			return nil
+		}
+	}
+}
+
+// limiter returns the write limiter for f: it never limits, and counts the
+// bytes quic-go packetizes. It runs on quic-go's goroutine and must not
+// block.
+func (c *Conn) limiter(f *frame) func(int) int {
+	return func(n int) int {
+		p := c.packed.Add(int64(n))
+		if p >= f.end && f.leftHost.Load() == 0 {
+			f.leftHost.Store(time.Now().UnixNano())
+		}
+		if l := c.limit.Load(); l >= 0 && c.accepted.Load()-c.discarded.Load()-p <= l {
+			c.signal()
+		}
+		return n
+	}
+}
+
+// writeOn writes f on the connection's media stream; it returns when every
+// byte of f is in a packet.
+func (c *Conn) writeOn(s *quic.SendStream, f *frame) error {
+	f.end = c.packed.Load() + int64(len(f.buf)) // the writer packetizes one frame at a time
+	if _, err := s.WriteWithLimit(f.buf, c.limiter(f)); err != nil {
+		return fmt.Errorf("quic: writing the media stream: %w", err)
+	}
+	c.finish(f, false)
+	return nil
+}
+
+// writeOwnStream writes f on a new stream and resets the stream if f is
+// not all packetized when it expires. A frame already expired is dropped
+// unsent.
+func (c *Conn) writeOwnStream(f *frame) error {
+	if !time.Now().Before(f.expiresAt) {
+		c.mu.Lock()
+		c.expired.dropped++
+		c.mu.Unlock()
+		c.discarded.Add(int64(len(f.buf))) // never to be sent: no longer backlog
+		c.finish(f, true)
+		return nil
+	}
+	s, err := c.qc.OpenUniStreamSync(context.Background())
+	if err != nil {
+		return fmt.Errorf("quic: opening a frame's stream: %w", err)
+	}
+	first := c.packed.Load() // the writer packetizes one frame at a time
+	f.end = first + int64(len(f.buf))
+	timer := time.AfterFunc(time.Until(f.expiresAt), func() { s.CancelWrite(codeExpired) })
+	_, err = s.WriteWithLimit(f.buf, c.limiter(f))
+	stopped := timer.Stop()
+	var serr *quic.StreamError
+	switch {
+	case err == nil:
+		s.Close()
+		c.finish(f, false)
+		return nil
+	case !stopped && errors.As(err, &serr) && serr.ErrorCode == codeExpired:
+		sent := c.packed.Load() - first
+		c.discarded.Add(int64(len(f.buf)) - sent) // the rest is no longer backlog
+		c.mu.Lock()
+		c.expired.reset++
+		c.expired.bytesReset += uint64(sent)
+		c.mu.Unlock()
+		c.finish(f, true)
+		return nil
+	}
+	return fmt.Errorf("quic: writing a frame's stream: %w", err)
+}
+
+// finish makes f's send record and wakes the sending goroutine to deliver
+// it. A frame that did not go out whole (expired) has no departure.
+func (c *Conn) finish(f *frame, expired bool) {
+	r := transport.SendRecord{
+		ID: f.id, Bytes: len(f.buf), WriteStart: f.writeStart, WriteEnd: f.writeEnd, Retransmits: f.retrans,
+	}
+	if ns := f.leftHost.Load(); ns != 0 && !expired {
+		r.LeftHost = time.Unix(0, ns)
+	}
+	c.mu.Lock()
+	if r.LeftHost.IsZero() {
+		c.stats.RecordsUnstamped++
+	}
+	c.done = append(c.done, r)
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *Conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// fail records why the connection stopped working, once, and wakes
+// everyone waiting.
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+// Poll delivers the send records that completed since the last call and
+// returns the error that ended the connection, if it has ended.
+func (c *Conn) Poll() error {
+	c.deliver()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *Conn) deliver() {
+	c.mu.Lock()
+	recs := c.done
+	c.done = nil
+	c.mu.Unlock()
+	if c.cfg.Handler.Sent != nil {
+		for _, r := range recs {
+			c.cfg.Handler.Sent(r)
+		}
+	}
+}
+
+// Counters returns the Conn's totals. Retransmits counts packets quic-go
+// declared lost.
+func (c *Conn) Counters() transport.Counters {
+	st := c.qc.ConnectionStats()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.stats
+	n.Retransmits, n.BytesRetrans = int(st.PacketsLost), st.BytesLost
+	return n
+}
+
+// Expired returns, for the expire mode, the frames dropped before any byte
+// was sent, the frames whose stream was reset part way, and the bytes that
+// were sent for those.
+func (c *Conn) Expired() (dropped, reset, bytesReset uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.expired.dropped, c.expired.reset, c.expired.bytesReset
+}
+
+// Close closes the connection and waits for the Conn's goroutines. Wait and
+// WriteFrame then return ErrClosed.
+func (c *Conn) Close() error {
+	c.fail(ErrClosed)
+	c.closeMu.Do(func() { close(c.closing) })
+	err := c.qc.CloseWithError(codeClosed, "")
+	c.wg.Wait()
+	return err
+}
+
+// unsent returns the bytes accepted by WriteFrame that quic-go has not yet
+// put into packets (and that are still to be sent).
+func (c *Conn) unsent() int64 {
+	return c.accepted.Load() - c.discarded.Load() - c.packed.Load()
+}

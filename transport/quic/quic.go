@@ -1,0 +1,191 @@
+// Package quic carries the sender's frames over QUIC (quic-go) as RTP over
+// QUIC (RoQ, draft-ietf-avtcore-rtp-over-quic) and practises Source Buffer
+// Management there as transport/tcp does over TCP.
+//
+// quic-go packetizes stream data only when its congestion controller and
+// pacer allow, and a stream Write blocks until its data is packetized. So
+// the unsent backlog is what the application has handed over and quic-go
+// has not yet put into packets, and this package owns it: WriteFrame queues
+// a frame without blocking, one goroutine feeds the queue to quic-go, and a
+// write limiter that never limits tells, at packetization time, how many
+// bytes went into each packet. From that count the Conn knows the unsent
+// backlog exactly, measures the rate at which it drains, stamps each
+// frame's departure (its last byte packetized), and invites the next frame
+// with the same rule as the TCP transport: notification only, when the
+// backlog will drain within the replenish time.
+//
+// Media goes on one unidirectional stream for the whole connection in the
+// replenish and default modes: every frame depends on the ones before it
+// (VP8's reference chain), so a stream per frame would only add overhead,
+// and one stream gives the same in-order delivery that TCP gives, which
+// keeps the comparison between the two transports about buffering alone.
+// The expire mode writes each frame on a stream of its own and resets the
+// stream when the frame is older than the expiry, as Media over QUIC
+// relays do. The viewer's feedback (RTCP) arrives on a unidirectional
+// stream it opens.
+package quic
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"replenish/transport"
+)
+
+// ALPN is the application protocol RoQ negotiates.
+const ALPN = "roq"
+
+// FlowID is the RoQ flow identifier of the media and its RTCP (one RTP
+// session, RTP and RTCP multiplexed per RFC 5761).
+const FlowID = 0
+
+// Errors returned by this package.
+var (
+	// ErrConfig is returned by Dial for an invalid Config.
+	ErrConfig = errors.New("quic: invalid configuration")
+	// ErrEmptyFrame is returned by WriteFrame for a frame with no packets.
+	ErrEmptyFrame = errors.New("quic: empty frame")
+	// ErrQueueFull is returned by WriteFrame when the frames the Conn
+	// holds unsent would exceed twice Config.MaxQueue.
+	ErrQueueFull = errors.New("quic: send queue full")
+	// ErrClosed is returned by Wait and WriteFrame after Close.
+	ErrClosed = errors.New("quic: connection closed")
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultSafetyTimeout = time.Second
+	// DefaultMaxQueue is the unsent bytes a default or expire mode Conn
+	// holds before it stops inviting: the analogue of the largest send
+	// buffer Linux autotunes a TCP socket to (net.ipv4.tcp_wmem's
+	// default maximum).
+	DefaultMaxQueue = 4 << 20
+	// DefaultIdleTimeout ends a connection whose viewer has gone silent.
+	DefaultIdleTimeout = 20 * time.Second
+)
+
+// Application error codes the Conn sends.
+const (
+	codeClosed  quic.ApplicationErrorCode = 0
+	codeExpired quic.StreamErrorCode      = 0x1 // a frame's stream reset on expiry
+)
+
+// Config configures a Conn. The zero value is not usable: TLS is required.
+type Config struct {
+	// Mode is the buffer policy: transport.Replenish (the zero value),
+	// transport.Default or transport.Expire. A zero ReplenishTime means
+	// transport.DefaultReplenishTime. For Default and Expire a positive
+	// Mode.SendBuffer replaces MaxQueue.
+	Mode transport.Mode
+	// TLS verifies the viewer (see internal/certs.ClientTLS); required.
+	// Its NextProtos are replaced by ALPN.
+	TLS *tls.Config
+	// MaxQueue is, in the default and expire modes, how many unsent bytes
+	// the Conn holds before it stops inviting; zero means
+	// DefaultMaxQueue. In replenish mode it only bounds a misbehaving
+	// caller.
+	MaxQueue int
+	// SafetyTimeout bounds each wait before the rule is re-evaluated; it
+	// is a safety net, not a clock. Zero means 1 s.
+	SafetyTimeout time.Duration
+	// IdleTimeout ends the connection when nothing arrives from the viewer
+	// for this long (its acknowledgements included). Zero means 20 s.
+	IdleTimeout time.Duration
+	// Handler receives send records and the viewer's packets.
+	Handler transport.Handler
+	// Logger receives debug messages; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Mode.Policy == transport.Replenish {
+		c.Mode.ReplenishTime = c.Mode.Replenishing()
+	}
+	if c.MaxQueue == 0 {
+		c.MaxQueue = DefaultMaxQueue
+	}
+	if c.Mode.SendBuffer > 0 && c.Mode.Policy != transport.Replenish {
+		c.MaxQueue = c.Mode.SendBuffer
+	}
+	if c.SafetyTimeout == 0 {
+		c.SafetyTimeout = DefaultSafetyTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.TLS == nil:
+		return fmt.Errorf("%w: TLS is required (pin the viewer's certificate or give authorities)", ErrConfig)
+	case c.Mode.Policy != transport.Replenish && c.Mode.Policy != transport.Default && c.Mode.Policy != transport.Expire:
+		return fmt.Errorf("%w: mode %v is not a QUIC mode (want replenish, default or expire)", ErrConfig, c.Mode.Policy)
+	case c.Mode.Nagle:
+		return fmt.Errorf("%w: +nagle is a TCP option", ErrConfig)
+	case c.Mode.ReplenishTime < 0 || c.Mode.Expire < 0:
+		return fmt.Errorf("%w: negative duration in mode %v", ErrConfig, c.Mode)
+	case c.Mode.Policy == transport.Expire && c.Mode.Expire == 0:
+		return fmt.Errorf("%w: expire needs a duration", ErrConfig)
+	case c.MaxQueue < 0 || c.SafetyTimeout < 0 || c.IdleTimeout < 0:
+		return fmt.Errorf("%w: negative MaxQueue, SafetyTimeout or IdleTimeout", ErrConfig)
+	}
+	return nil
+}
+
+// quicConfig is the quic-go configuration of a sender's connection.
+func (c Config) quicConfig() *quic.Config {
+	return &quic.Config{
+		MaxIdleTimeout:        c.IdleTimeout,
+		KeepAlivePeriod:       c.IdleTimeout / 4,
+		MaxIncomingStreams:    -1, // the viewer opens no bidirectional streams
+		MaxIncomingUniStreams: 4,  // its feedback stream, with room for a reopened one
+	}
+}
+
+// Dial connects to the viewer at addr ("host:port", UDP) and returns a
+// Conn with its media stream open. It blocks until the handshake is done
+// (the viewer verified by cfg.TLS) or ctx is done.
+func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	tlsConf := cfg.TLS.Clone()
+	tlsConf.NextProtos = []string{ALPN}
+	qc, err := quic.DialAddr(ctx, addr, tlsConf, cfg.quicConfig())
+	if err != nil {
+		return nil, fmt.Errorf("quic: dialing %s: %w", addr, err)
+	}
+	c, err := newConn(qc, cfg)
+	if err != nil {
+		qc.CloseWithError(codeClosed, "")
+		return nil, err
+	}
+	return c, nil
+}
+
+// Dialer returns a transport.Dialer for the sender's connection loop: each
+// call dials addr with cfg, its records and the viewer's packets going to
+// the handler given to the call.
+func Dialer(addr string, cfg Config) transport.Dialer {
+	return func(ctx context.Context, h transport.Handler) (transport.Conn, error) {
+		c := cfg
+		c.Handler = h
+		conn, err := Dial(ctx, addr, c)
+		if err != nil {
+			return nil, err
+		}
+		return conn, nil
+	}
+}

@@ -1,0 +1,399 @@
+package quic
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/quicvarint"
+
+	"replenish/internal/certs"
+	"replenish/transport"
+)
+
+// testViewer is a RoQ receiver on loopback: it accepts one connection and
+// reads its media streams when told to.
+type testViewer struct {
+	ln   *quic.Listener
+	fp   certs.Fingerprint
+	conn chan *quic.Conn
+}
+
+func newTestViewer(t *testing.T) *testViewer {
+	t.Helper()
+	cert, fp, err := certs.SelfSigned([]string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}},
+		&quic.Config{MaxIncomingUniStreams: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &testViewer{ln: ln, fp: fp, conn: make(chan *quic.Conn, 1)}
+	go func() {
+		c, err := ln.Accept(context.Background())
+		if err == nil {
+			v.conn <- c
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return v
+}
+
+func (v *testViewer) addr() string { return v.ln.Addr().String() }
+
+func (v *testViewer) accepted(t *testing.T) *quic.Conn {
+	t.Helper()
+	select {
+	case c := <-v.conn:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("the viewer accepted no connection")
+		return nil
+	}
+}
+
+// readStream reads one media stream: its flow identifier, then packets,
+// until the stream ends.
+func readStream(s io.Reader) (flow uint64, pkts [][]byte, err error) {
+	r := bufio.NewReader(s)
+	if flow, err = quicvarint.Read(r); err != nil {
+		return 0, nil, err
+	}
+	for {
+		n, err := quicvarint.Read(r)
+		if errors.Is(err, io.EOF) {
+			return flow, pkts, nil
+		}
+		if err != nil {
+			return flow, pkts, err
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(r, p); err != nil {
+			return flow, pkts, err
+		}
+		pkts = append(pkts, p)
+	}
+}
+
+func dialTest(t *testing.T, v *testViewer, cfg Config) *Conn {
+	t.Helper()
+	if cfg.TLS == nil {
+		tc, err := certs.ClientTLS(v.fp, nil, "", ALPN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TLS = tc
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, v.addr(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// recorder keeps send records; it is called on the sending goroutine.
+type recorder struct {
+	mu   sync.Mutex
+	recs []transport.SendRecord
+}
+
+func (r *recorder) sent(rec transport.SendRecord) {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []transport.SendRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]transport.SendRecord(nil), r.recs...)
+}
+
+func packet(n int, fill byte) []byte { return bytes.Repeat([]byte{fill}, n) }
+
+// Frames arrive whole and in order on one stream, each with a send record
+// whose departure follows its write.
+func TestFramesRoundTrip(t *testing.T) {
+	v := newTestViewer(t)
+	var rec recorder
+	c := dialTest(t, v, Config{Handler: transport.Handler{Sent: rec.sent}})
+	var want [][]byte
+	for i := range 20 {
+		inv, err := c.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inv.At.IsZero() {
+			t.Fatal("invitation without a time")
+		}
+		pkts := [][]byte{packet(100+i, byte(i)), packet(1200, byte(i)), packet(3000+i, byte(i))}
+		if err := c.WriteFrame(uint64(i), pkts); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, pkts...)
+	}
+	sc := v.accepted(t)
+	s, err := sc.AcceptUniStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan [][]byte, 1)
+	go func() {
+		_, pkts, _ := readStream(s)
+		got <- pkts
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.all()) < 20 && time.Now().Before(deadline) {
+		c.Wait(context.Background())
+		time.Sleep(time.Millisecond)
+	}
+	recs := rec.all()
+	if len(recs) != 20 {
+		t.Fatalf("%d send records, want 20", len(recs))
+	}
+	for i, r := range recs {
+		if r.ID != uint64(i) || r.LeftHost.IsZero() || r.LeftHost.Before(r.WriteStart) || r.Bytes < 4300 {
+			t.Errorf("record %d: %+v", i, r)
+		}
+	}
+	c.Close()
+	pkts := <-got
+	if len(pkts) != len(want) {
+		t.Fatalf("viewer read %d packets, want %d", len(pkts), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(pkts[i], want[i]) {
+			t.Fatalf("packet %d differs", i)
+		}
+	}
+	if n := c.Counters(); n.Frames != 20 || n.InvitedImmediate == 0 {
+		t.Errorf("counters %+v", n)
+	}
+}
+
+// A viewer whose certificate does not match the pin is refused with
+// certs.ErrPinMismatch, and no connection is made.
+func TestWrongPinRefused(t *testing.T) {
+	v := newTestViewer(t)
+	wrong := v.fp
+	wrong[5] ^= 0xff
+	tc, _ := certs.ClientTLS(wrong, nil, "", ALPN)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, v.addr(), Config{TLS: tc})
+	if err == nil {
+		c.Close()
+		t.Fatal("dialled a viewer whose certificate does not match the pin")
+	}
+	if !errors.Is(err, certs.ErrPinMismatch) {
+		t.Fatalf("error %v does not say the pin did not match", err)
+	}
+}
+
+// The viewer's feedback stream reaches Handler.Packet; a malformed one ends
+// the connection.
+func TestFeedback(t *testing.T) {
+	v := newTestViewer(t)
+	got := make(chan []byte, 4)
+	c := dialTest(t, v, Config{Handler: transport.Handler{Packet: func(p []byte) { got <- bytes.Clone(p) }}})
+	sc := v.accepted(t)
+	fs, err := sc.OpenUniStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pli := []byte{0x81, 206, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2}
+	b := quicvarint.Append(nil, FlowID)
+	b = quicvarint.Append(b, uint64(len(pli)))
+	fs.Write(append(b, pli...))
+	select {
+	case p := <-got:
+		if !bytes.Equal(p, pli) {
+			t.Fatalf("feedback %x, want %x", p, pli)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no feedback delivered")
+	}
+	fs.Write(quicvarint.Append(nil, 0)) // a zero-length packet
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		if _, err := c.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				t.Fatal("the connection survived malformed feedback")
+			}
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// With the viewer not reading, flow control stops packetization and the
+// backlog grows; Wait then parks, and the viewer's reading wakes it
+// through the write limiter, not through the safety timer.
+func TestWakeFromPacketization(t *testing.T) {
+	v := newTestViewer(t)
+	c := dialTest(t, v, Config{Mode: transport.Mode{ReplenishTime: time.Microsecond}, SafetyTimeout: time.Hour})
+	// 2 MB: well past the initial flow-control windows (512 KB), which
+	// grow only when the viewer reads.
+	big := [][]byte{packet(60000, 1)}
+	for i := range 35 {
+		if err := c.WriteFrame(uint64(i), big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if c.unsent() == 0 {
+		t.Fatal("no backlog: flow control did not hold data back")
+	}
+	sc := v.accepted(t)
+	parked := make(chan transport.Invitation, 1)
+	go func() {
+		inv, _ := c.Wait(context.Background())
+		parked <- inv
+	}()
+	select {
+	case inv := <-parked:
+		t.Fatalf("invited with a backlog of %d bytes (threshold %d)", inv.Unsent, inv.Threshold)
+	case <-time.After(200 * time.Millisecond):
+	}
+	go func() {
+		s, err := sc.AcceptUniStream(context.Background())
+		if err == nil {
+			io.Copy(io.Discard, s)
+		}
+	}()
+	select {
+	case inv := <-parked:
+		if inv.Wake != transport.WakeKernel {
+			t.Errorf("woken by %v, want the stack (%v)", inv.Wake, transport.WakeKernel)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no invitation after the viewer started reading")
+	}
+}
+
+// In expire mode a frame that cannot go out before its expiry is reset or
+// dropped, and the Conn counts it; its record has no departure.
+func TestExpire(t *testing.T) {
+	v := newTestViewer(t)
+	var rec recorder
+	c := dialTest(t, v, Config{Mode: transport.Mode{Policy: transport.Expire, Expire: 50 * time.Millisecond},
+		Handler: transport.Handler{Sent: rec.sent}})
+	for i := range 40 {
+		if _, err := c.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WriteFrame(uint64(i), [][]byte{packet(60000, 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(rec.all()) < 40 && time.Now().Before(deadline) {
+		c.Poll()
+		time.Sleep(10 * time.Millisecond)
+	}
+	dropped, reset, bytesReset := c.Expired()
+	if dropped+reset == 0 {
+		t.Fatal("no frame expired although the viewer read nothing")
+	}
+	if reset > 0 && bytesReset == 0 {
+		t.Errorf("%d frames reset with no bytes sent for them", reset)
+	}
+	var stamped int
+	for _, r := range rec.all() {
+		if !r.LeftHost.IsZero() {
+			stamped++
+		}
+	}
+	if want := 40 - int(dropped+reset); stamped != want {
+		t.Errorf("%d records with a departure, want %d (dropped %d, reset %d)", stamped, want, dropped, reset)
+	}
+	if c.unsent() != 0 {
+		t.Errorf("unsent %d after every frame finished", c.unsent())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tc := &tls.Config{}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"replenish", Config{TLS: tc}, true},
+		{"no TLS", Config{}, false},
+		{"lowat", Config{TLS: tc, Mode: transport.Mode{Policy: transport.Lowat, Lowat: 1000}}, false},
+		{"nagle", Config{TLS: tc, Mode: transport.Mode{Nagle: true}}, false},
+		{"expire", Config{TLS: tc, Mode: transport.Mode{Policy: transport.Expire, Expire: time.Second}}, true},
+		{"expire without duration", Config{TLS: tc, Mode: transport.Mode{Policy: transport.Expire}}, false},
+		{"default", Config{TLS: tc, Mode: transport.Mode{Policy: transport.Default}}, true},
+		{"negative queue", Config{TLS: tc, MaxQueue: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.cfg.validate(); (err == nil) != tc.ok {
+				t.Fatalf("validate = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// The write limiter never limits, counts packetized bytes, stamps a frame's
+// departure when its last byte is packetized, and wakes the waiter exactly
+// when the backlog falls to the armed limit.
+func TestLimiter(t *testing.T) {
+	c := &Conn{wake: make(chan struct{}, 1)}
+	c.accepted.Store(10000)
+	c.limit.Store(3000)
+	f := &frame{end: 10000}
+	lim := c.limiter(f)
+	woke := func() bool {
+		select {
+		case <-c.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, step := range []struct {
+		n        int
+		wantWake bool
+		left     bool
+	}{
+		{1200, false, false}, // unsent 8800
+		{5000, false, false}, // 3800
+		{800, true, false},   // 3000: at the limit
+		{1500, true, false},  // 1500
+		{1500, true, true},   // 0: the frame's last byte
+	} {
+		if got := lim(step.n); got != step.n {
+			t.Fatalf("limiter(%d) = %d: it limited", step.n, got)
+		}
+		if w := woke(); w != step.wantWake {
+			t.Errorf("after %d more bytes (unsent %d): woke %v, want %v", step.n, c.unsent(), w, step.wantWake)
+		}
+		if left := f.leftHost.Load() != 0; left != step.left {
+			t.Errorf("after %d more bytes: departed %v, want %v", step.n, left, step.left)
+		}
+	}
+	if c.packed.Load() != 10000 {
+		t.Errorf("packed %d, want 10000", c.packed.Load())
+	}
+	c.limit.Store(-1) // disarmed: no wakes
+	c.accepted.Add(100)
+	lim(100)
+	if woke() {
+		t.Error("woke with the limit disarmed")
+	}
+}

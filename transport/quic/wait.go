@@ -1,0 +1,155 @@
+package quic
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/quicvarint"
+
+	"replenish/framer"
+	"replenish/transport"
+)
+
+// Wait blocks until the Conn invites one more frame, ctx is done or the
+// connection fails. In replenish mode it invites when the unsent backlog
+// will drain within the replenish time (see decide); in the default and
+// expire modes, while the backlog is under MaxQueue. The wake comes from
+// quic-go's packetization (the write limiter), never from polling; a timer
+// of SafetyTimeout re-evaluates as a safety net.
+func (c *Conn) Wait(ctx context.Context) (transport.Invitation, error) {
+	wake := transport.WakeImmediate
+	timer := time.NewTimer(c.cfg.SafetyTimeout)
+	defer timer.Stop()
+	defer c.limit.Store(-1)
+	for {
+		c.deliver()
+		inv, ok, err := c.evaluate(wake)
+		if err != nil {
+			return transport.Invitation{}, err
+		}
+		if ok {
+			return inv, nil
+		}
+		select {
+		case <-c.wake:
+			wake = transport.WakeKernel
+		case <-timer.C:
+			wake = transport.WakeTimer
+			timer.Reset(c.cfg.SafetyTimeout)
+		case <-ctx.Done():
+			return transport.Invitation{}, ctx.Err()
+		}
+	}
+}
+
+// evaluate takes a sample, applies the rule and, when it does not invite,
+// arms the limiter's wake at the rule's limit.
+func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
+	now := time.Now()
+	st := c.qc.ConnectionStats()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return transport.Invitation{}, false, c.err
+	}
+	c.sampleLocked(now)
+	inv := transport.Invitation{At: now, Wake: w, Threshold: -1}
+	var limit int64
+	if c.cfg.Mode.Policy == transport.Replenish {
+		e := c.est.estimate()
+		d := decide(e.rate, c.cfg.Mode.ReplenishTime, c.lead)
+		inv.DrainRate, inv.AppLimited = e.rate, e.appLimited
+		inv.RTT, inv.MinRTT = st.SmoothedRTT, st.MinRTT
+		inv.Threshold = int(min(d, 1<<31-1))
+		limit = d
+	} else {
+		limit = int64(c.cfg.MaxQueue) - 1
+	}
+	// Arm before reading the backlog, so that a packetization after the
+	// read sees the limit and wakes the waiter.
+	c.limit.Store(limit)
+	inv.Unsent = int(c.unsent())
+	if inv.Unsent > 0 && int64(inv.Unsent) > limit {
+		return inv, false, nil
+	}
+	switch w {
+	case transport.WakeImmediate:
+		c.stats.InvitedImmediate++
+	case transport.WakeKernel:
+		c.stats.InvitedKernel++
+	case transport.WakeTimer:
+		c.stats.InvitedTimer++
+	}
+	return inv, true, nil
+}
+
+// sampleLocked gives the drain estimator the bytes packetized so far and
+// whether the backlog stayed above zero since the previous sample. The
+// backlog only shrinks between writes, and the Conn samples before every
+// write, so a backlog above zero now was above zero throughout.
+func (c *Conn) sampleLocked(now time.Time) {
+	st := c.qc.ConnectionStats()
+	c.est.add(sample{
+		at: now, delivered: c.packed.Load(), backlogged: c.unsent() > 0,
+		srtt: st.SmoothedRTT, cwnd: int64(st.CongestionWindow),
+	})
+}
+
+// readFeedback reads the viewer's feedback streams until the connection
+// ends, passing each RTCP packet to Config.Handler.Packet. A viewer that
+// sends malformed framing ends the connection.
+func (c *Conn) readFeedback() {
+	ctx := c.qc.Context()
+	for {
+		s, err := c.qc.AcceptUniStream(ctx)
+		if err != nil {
+			c.fail(fmt.Errorf("quic: connection ended: %w", context.Cause(ctx)))
+			return
+		}
+		if err := c.readFeedbackStream(s); err != nil {
+			c.fail(err)
+			c.qc.CloseWithError(codeClosed, "bad feedback")
+			return
+		}
+	}
+}
+
+// readFeedbackStream reads one feedback stream to its end.
+func (c *Conn) readFeedbackStream(s *quic.ReceiveStream) error {
+	r := bufio.NewReader(s)
+	flow, err := quicvarint.Read(r)
+	if err != nil {
+		return nil // the stream ended before its header; nothing to read
+	}
+	if flow != FlowID {
+		s.CancelRead(0)
+		return nil // another flow: not ours to read
+	}
+	buf := make([]byte, 0, 2048)
+	for {
+		n, err := quicvarint.Read(r)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("quic: reading the viewer's feedback: %w", err)
+		}
+		if n == 0 || n > framer.MaxPacketSize {
+			return fmt.Errorf("quic: the viewer sent a packet of %d bytes", n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return fmt.Errorf("quic: reading the viewer's feedback: %w", err)
+		}
+		if c.cfg.Handler.Packet != nil {
+			c.cfg.Handler.Packet(buf)
+		}
+	}
+}
+
+func appendVarint(b []byte, v uint64) []byte { return quicvarint.Append(b, v) }
