@@ -57,7 +57,7 @@ func (c *fakeConn) WriteFrame(id uint64, pkts [][]byte) error {
 	return nil
 }
 
-func (c *fakeConn) Poll() error                   { return nil }
+func (c *fakeConn) Poll() error                  { return nil }
 func (c *fakeConn) Counters() transport.Counters { return transport.Counters{} }
 func (c *fakeConn) Close() error {
 	c.mu.Lock()
