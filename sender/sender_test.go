@@ -11,6 +11,7 @@ import (
 
 	"replenish/framer"
 	"replenish/media"
+	"replenish/media/vpx"
 	"replenish/rate"
 	"replenish/transport"
 )
@@ -90,6 +91,7 @@ func bubble(t *testing.T, cfg Config, test func(s *Sender, src *media.Source, f 
 	synctest.Test(t, func(t *testing.T) {
 		src := media.NewSource(media.SourceConfig{Name: "test"})
 		cfg.Source = src
+		cfg.NewEncoder = NewEncoderOf(vpx.NewEncoder)
 		if cfg.MaxSize == (media.Size{}) {
 			cfg.MaxSize = media.Size{W: 320, H: 180}
 		}

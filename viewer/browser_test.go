@@ -15,6 +15,7 @@ import (
 	"replenish/framer"
 	"replenish/internal/headless"
 	"replenish/media"
+	"replenish/media/vpx"
 )
 
 // newBrowser starts a headless Chromium with a fresh profile and returns a
@@ -35,12 +36,12 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
-// vp8Sender streams real VP8 from package media: the synthetic picture
+// vp8Sender streams real VP8 from package media/vpx: the synthetic picture
 // with the capture time in its pixels, at fps, answering keyframe
 // requests, and reporting its timings like the real sender.
 func vp8Sender(ctx context.Context, t *testing.T, addr, name string, size media.Size, fps int) error {
 	fs := dialSender(t, addr, name)
-	enc, err := media.NewEncoder(media.EncoderConfig{Size: size, FPS: fps})
+	enc, err := vpx.NewEncoder(media.EncoderConfig{Size: size, FPS: fps})
 	if err != nil {
 		return err
 	}
