@@ -5,9 +5,10 @@ import (
 	"replenish/rate"
 )
 
-// Encoder compresses raw frames into VP8 for the sender; the libvpx encoder
-// (package media/vpx) is one. The sender calls an Encoder from Run's
-// goroutine only, so it need not be safe for concurrent use.
+// Encoder compresses raw frames into VP8 for the sender. The libvpx encoder
+// (package media/vpx) is the real one; package media/fakecodec has one for
+// tests. The sender calls an Encoder from Run's goroutine only, so it need
+// not be safe for concurrent use.
 type Encoder interface {
 	// Encode compresses f, as a keyframe if forceKey is set, and blocks
 	// until done. The first frame is a keyframe. If f's size differs from
