@@ -9,6 +9,7 @@ require (
 	github.com/pion/rtp v1.10.6
 	golang.org/x/image v0.48.0
 	golang.org/x/sys v0.50.0
+	gonum.org/v1/plot v0.17.0
 )
 
 require (
@@ -22,5 +23,4 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 )
