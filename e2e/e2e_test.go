@@ -1,3 +1,5 @@
+//go:build cgo
+
 package e2e
 
 import (
@@ -18,10 +20,15 @@ import (
 	"replenish/internal/headless"
 	"replenish/internal/rig"
 	"replenish/media"
+	"replenish/media/vpx"
 	"replenish/sender"
 	"replenish/transport/tcp"
 	"replenish/viewer"
 )
+
+// newVP8 makes the senders' encoders: real VP8, for the browser to decode
+// and the stamps to survive.
+var newVP8 = sender.NewEncoderOf(vpx.NewEncoder)
 
 // eventually polls cond every 50 ms until it holds or 30 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -53,7 +60,7 @@ func known(f viewer.Float) bool { return !math.IsNaN(float64(f)) }
 func TestLoopbackSenderToViewer(t *testing.T) {
 	var mu sync.Mutex
 	received := map[uint32]bool{} // RTP timestamps
-	r, err := rig.Start(t.Context(), rig.Config{Name: "cam", OnRecord: func(rec viewer.Record) {
+	r, err := rig.Start(t.Context(), rig.Config{NewEncoder: newVP8, Name: "cam", OnRecord: func(rec viewer.Record) {
 		if rec.Kind == viewer.RecordReceived {
 			mu.Lock()
 			received[rec.RTPTimestamp] = true
@@ -125,7 +132,7 @@ func TestSenderSurvivesViewerRestart(t *testing.T) {
 	addr := func() string { m, _ := v1.Addrs(); return m.String() }()
 
 	src := media.NewSource(media.SourceConfig{Name: "restart"})
-	s, err := sender.New(sender.Config{Source: src, Name: "restart", MaxSize: media.Size{W: 320, H: 180}})
+	s, err := sender.New(sender.Config{Source: src, NewEncoder: newVP8, Name: "restart", MaxSize: media.Size{W: 320, H: 180}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +186,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	if _, err := headless.Path(); err != nil {
 		t.Skip(err)
 	}
-	r, err := rig.Start(t.Context(), rig.Config{Name: "e2e", MaxSize: media.Size{W: 640, H: 360}})
+	r, err := rig.Start(t.Context(), rig.Config{NewEncoder: newVP8, Name: "e2e", MaxSize: media.Size{W: 640, H: 360}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +264,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 // viewer asks the sender for a keyframe (RTCP PLI on the media connection)
 // so the page can start decoding, and the sender sends one.
 func TestKeyframeRequestReachesSender(t *testing.T) {
-	r, err := rig.Start(t.Context(), rig.Config{Name: "pli", MaxSize: media.Size{W: 320, H: 180}})
+	r, err := rig.Start(t.Context(), rig.Config{NewEncoder: newVP8, Name: "pli", MaxSize: media.Size{W: 320, H: 180}})
 	if err != nil {
 		t.Fatal(err)
 	}

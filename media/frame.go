@@ -46,8 +46,10 @@ func planeLens(sz Size) (luma, chroma int) {
 	return sz.W * sz.H, (sz.W / 2) * (sz.H / 2)
 }
 
-// check reports whether f's planes are large enough for its size.
-func (f *Frame) check() error {
+// Check reports whether f's size passes Size.Check and its planes are
+// large enough for it. It returns an error wrapping ErrSize or ErrFrame
+// otherwise.
+func (f *Frame) Check() error {
 	if err := f.Size.Check(); err != nil {
 		return err
 	}

@@ -1,7 +1,11 @@
 // Package media produces the video that replenish sends: a synthetic source
 // that renders pictures on its own clock, the pixel timestamp ("stamp") that
-// carries each picture's capture time to the viewer, a VP8 encoder and
-// decoder (libvpx through cgo), and the resolution ladder the sender climbs.
+// carries each picture's capture time to the viewer, and the resolution
+// ladder the sender climbs. It also holds what every encoder shares
+// ([EncoderConfig], [EncodedFrame], the bitrate range and the errors that
+// are no codec library's own), so that code naming encoders needs no cgo.
+// The VP8 encoder and decoder (libvpx through cgo) are in package media/vpx;
+// package media/fakecodec has a stand-in encoder for tests.
 //
 // Pictures are raw I420 frames ([Frame]). The source keeps only the newest
 // one; the sender takes it when its transport invites a frame and encodes it

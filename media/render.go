@@ -36,13 +36,14 @@ var waves = sync.OnceValue(func() *[3][waveLen]byte {
 })
 
 // Render draws one picture into dst: the stamp for capture in the top band
-// and, below it, scrolling colour waves, fresh noise over the lower part, a
-// bouncing box, the capture time as HH:MM:SS.mmm (UTC), the frame number seq
-// and name. Motion follows capture, and the noise is seeded from seq, so the
-// same arguments draw the same picture. Render sets dst.Capture and dst.Seq
-// and resizes dst's planes to dst.Size, reusing their storage when it is
-// large enough; if dst.Size fails Size.Check it draws nothing. It touches no
-// other state and is safe for concurrent use on distinct frames.
+// and, below it, scrolling colour waves, fresh noise over the lower two
+// thirds of the area below the stamp band, a bouncing box, the capture time
+// as HH:MM:SS.mmm (UTC), the frame number seq and name. Motion follows
+// capture, and the noise is seeded from seq, so the same arguments draw the
+// same picture. Render sets dst.Capture and dst.Seq and resizes dst's planes
+// to dst.Size, reusing their storage when it is large enough; if dst.Size
+// fails Size.Check it draws nothing. It touches no other state and is safe
+// for concurrent use on distinct frames.
 func Render(dst *Frame, capture time.Time, seq uint64, name string) {
 	dst.Capture, dst.Seq = capture, seq
 	if dst.Size.Check() != nil {

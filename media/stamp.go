@@ -85,7 +85,7 @@ func crc16CCITTFalse(p []byte) uint16 {
 // 20) with luma 16, and chroma 128 over the whole band. It paints nothing if
 // f fails Size.Check or its planes are too short.
 func PaintStamp(f *Frame, capture time.Time) {
-	if f.check() != nil {
+	if f.Check() != nil {
 		return
 	}
 	w := f.Size.W

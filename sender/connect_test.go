@@ -12,6 +12,7 @@ import (
 
 	"replenish/framer"
 	"replenish/media"
+	"replenish/media/fakecodec"
 	"replenish/transport"
 )
 
@@ -112,7 +113,7 @@ func (d *fakeDialer) conn(i int) *fakeConn {
 func connectBubble(t *testing.T, d *fakeDialer, test func(s *Sender)) {
 	synctest.Test(t, func(t *testing.T) {
 		src := media.NewSource(media.SourceConfig{Name: "test"})
-		s, err := New(Config{Source: src, MaxSize: media.Size{W: 160, H: 90}})
+		s, err := New(Config{Source: src, MaxSize: media.Size{W: 160, H: 90}, NewEncoder: NewEncoderOf(fakecodec.NewEncoder)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +218,7 @@ func containsTrue(b []bool) bool {
 }
 
 func TestConnectNeedsDial(t *testing.T) {
-	s, err := New(Config{Source: media.NewSource(media.SourceConfig{})})
+	s, err := New(Config{Source: media.NewSource(media.SourceConfig{}), NewEncoder: NewEncoderOf(fakecodec.NewEncoder)})
 	if err != nil {
 		t.Fatal(err)
 	}

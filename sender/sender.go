@@ -50,6 +50,10 @@ type Config struct {
 	// held and must not call back into the Sender.
 	OnFrame func(FrameRecord)
 	Logger  *slog.Logger
+	// NewEncoder makes the encoder, on the first frame, at that frame's
+	// size and the target then; required. The sender keeps it across
+	// reconnections and rung changes, and closes it in Close.
+	NewEncoder NewEncoderFunc
 }
 
 // FrameRecord is what the sender knows of one frame it wrote.
@@ -89,7 +93,7 @@ type Sender struct {
 	ssrc uint32
 	ctrl *Controller
 	pkt  *framer.Packetizer
-	enc  *media.Encoder // owned by Run's goroutine
+	enc  Encoder // owned by Run's goroutine
 	// lastWasKey says the previous frame was a keyframe; Run's goroutine.
 	lastWasKey bool
 	keyReq     atomic.Bool
@@ -145,6 +149,9 @@ type Status struct {
 func New(cfg Config) (*Sender, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("sender: no source")
+	}
+	if cfg.NewEncoder == nil {
+		return nil, errors.New("sender: no NewEncoder")
 	}
 	if cfg.Name == "" {
 		cfg.Name = "replenish"
@@ -314,7 +321,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 // The encoder re-initialises itself when the frame size changes.
 func (s *Sender) ensureEncoder(size media.Size, b rate.Bitrate) error {
 	if s.enc == nil {
-		enc, err := media.NewEncoder(media.EncoderConfig{Size: size, Bitrate: b, FPS: s.cfg.FPS})
+		enc, err := s.cfg.NewEncoder(media.EncoderConfig{Size: size, Bitrate: b, FPS: s.cfg.FPS})
 		if err != nil {
 			return fmt.Errorf("sender: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"replenish/framer"
 	"replenish/media"
+	"replenish/media/fakecodec"
 	"replenish/rate"
 	"replenish/transport"
 )
@@ -85,11 +86,15 @@ func (f *fakeTransport) frames(t *testing.T) ([]*framer.Frame, [][]rtcp.Packet) 
 }
 
 // bubble runs a source and a sender over a fake transport in a synctest
-// bubble, calls test, then stops both.
+// bubble, calls test, then stops both. The sender's encoder is
+// fakecodec's unless cfg names one.
 func bubble(t *testing.T, cfg Config, test func(s *Sender, src *media.Source, f *fakeTransport)) {
 	synctest.Test(t, func(t *testing.T) {
 		src := media.NewSource(media.SourceConfig{Name: "test"})
 		cfg.Source = src
+		if cfg.NewEncoder == nil {
+			cfg.NewEncoder = NewEncoderOf(fakecodec.NewEncoder)
+		}
 		if cfg.MaxSize == (media.Size{}) {
 			cfg.MaxSize = media.Size{W: 320, H: 180}
 		}
@@ -162,6 +167,11 @@ func TestFreshestFrameAndKeyframes(t *testing.T) {
 			// earlier.
 			if age := invited[i].Sub(fr.Capture); age < 0 || age >= time.Second/30 {
 				t.Errorf("frame %d: captured %v before its invitation, want the freshest (< 1/30 s)", i, age)
+			}
+			// The frame the encoder made from that picture (the RTP
+			// header extension carries the time in units of 2^-32 s).
+			if c, err := fakecodec.Capture(fr.Data); err != nil || c.Sub(fr.Capture).Abs() > time.Microsecond {
+				t.Errorf("frame %d: encoded from the picture captured %v (%v), sent as captured %v", i, c, err, fr.Capture)
 			}
 		}
 		if st := s.Status(); st.Discarded < 6 {

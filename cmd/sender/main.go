@@ -20,11 +20,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"replenish/media"
+	"replenish/media/vpx"
 	"replenish/rate"
 	"replenish/sender"
 	"replenish/transport"
 	"replenish/transport/tcp"
 )
+
+// The sender's encoder is libvpx's.
+var _ sender.Encoder = (*vpx.Encoder)(nil)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -170,7 +174,8 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 
 	var rec *records
-	scfg := sender.Config{Name: o.name, MaxSize: maxRes, FPS: o.fps, Start: o.start, Logger: log}
+	scfg := sender.Config{Name: o.name, MaxSize: maxRes, FPS: o.fps, Start: o.start, Logger: log,
+		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
 	if o.records != "" {
 		if rec, err = openRecords(o.records); err != nil {
 			fmt.Fprintf(stderr, "sender: -records: %v\n", err)

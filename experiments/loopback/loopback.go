@@ -17,7 +17,9 @@ import (
 	"replenish/internal/headless"
 	"replenish/internal/rig"
 	"replenish/media"
+	"replenish/media/vpx"
 	"replenish/metrics"
+	"replenish/sender"
 	"replenish/transport"
 	"replenish/viewer"
 )
@@ -138,7 +140,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("loopback: negative duration")
 	}
 	var col collector
-	rg, err := rig.Start(ctx, rig.Config{Name: "loopback", Mode: cfg.Mode, MaxSize: cfg.MaxSize, FPS: cfg.FPS, OnRecord: col.record, Logger: cfg.Logger})
+	rg, err := rig.Start(ctx, rig.Config{Name: "loopback", Mode: cfg.Mode, MaxSize: cfg.MaxSize, FPS: cfg.FPS, OnRecord: col.record, Logger: cfg.Logger,
+		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)})
 	if err != nil {
 		return nil, err
 	}

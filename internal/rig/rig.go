@@ -19,12 +19,15 @@ import (
 
 // Config configures a Rig. Zero values mean the stated defaults.
 type Config struct {
-	Name     string         // stream name; "" means "loopback"
-	Mode     transport.Mode // the zero value is replenish with the default replenish time
-	MaxSize  media.Size     // zero means 640x360
-	FPS      int            // zero means 30
-	OnRecord func(viewer.Record)
-	Logger   *slog.Logger
+	// NewEncoder makes the sender's encoder; required. Whatever a browser
+	// is to decode needs a real one: sender.NewEncoderOf(vpx.NewEncoder).
+	NewEncoder sender.NewEncoderFunc
+	Name       string         // stream name; "" means "loopback"
+	Mode       transport.Mode // the zero value is replenish with the default replenish time
+	MaxSize    media.Size     // zero means 640x360
+	FPS        int            // zero means 30
+	OnRecord   func(viewer.Record)
+	Logger     *slog.Logger
 }
 
 // Rig is a running viewer with one sender streaming to it.
@@ -63,7 +66,8 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 		return nil, err
 	}
 	src := media.NewSource(media.SourceConfig{FPS: cfg.FPS, Name: cfg.Name})
-	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, MaxSize: cfg.MaxSize, FPS: cfg.FPS, Logger: cfg.Logger.With("part", "sender")})
+	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, MaxSize: cfg.MaxSize, FPS: cfg.FPS,
+		Logger: cfg.Logger.With("part", "sender"), NewEncoder: cfg.NewEncoder})
 	if err != nil {
 		return nil, err
 	}

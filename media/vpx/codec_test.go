@@ -1,4 +1,4 @@
-package media
+package vpx
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"replenish/media"
 	"replenish/rate"
 )
 
@@ -13,7 +14,7 @@ import (
 // bitrate, decodes them and requires every stamp to read back the capture
 // time to the millisecond.
 func TestStampThroughCodec(t *testing.T) {
-	for _, r := range Ladder {
+	for _, r := range media.Ladder {
 		for _, br := range []rate.Bitrate{r.Min, r.Max} {
 			t.Run(fmt.Sprintf("%v/%v", r.Size, br), func(t *testing.T) {
 				res := ladderRun(t, r, br)
@@ -29,7 +30,7 @@ func TestStampThroughCodec(t *testing.T) {
 // Min bitrate, where keyframes are capped hardest, and requires every stamp
 // to read back.
 func TestStampThroughKeyframes(t *testing.T) {
-	for _, r := range Ladder {
+	for _, r := range media.Ladder {
 		t.Run(r.Size.String(), func(t *testing.T) {
 			res := encodeRun(t, runConfig{size: r.Size, bitrate: r.Min, frames: 40, fps: 30, keyEvery: 10})
 			if res.misreads != 0 {
@@ -49,7 +50,7 @@ func TestStampThroughKeyframes(t *testing.T) {
 // so that a keyframe does not stall a path for long. Measured with the cap
 // at 300%: up to 3.5 nominal frames.
 func TestKeyframeCap(t *testing.T) {
-	for _, r := range Ladder {
+	for _, r := range media.Ladder {
 		for _, br := range []rate.Bitrate{r.Default(), r.Max} {
 			t.Run(fmt.Sprintf("%v/%v", r.Size, br), func(t *testing.T) {
 				res := encodeRun(t, runConfig{size: r.Size, bitrate: br, frames: 61, fps: 30, keyEvery: 30})
@@ -75,7 +76,7 @@ const (
 )
 
 func TestRateControl(t *testing.T) {
-	for _, r := range Ladder {
+	for _, r := range media.Ladder {
 		t.Run(r.Size.String()+"/max", func(t *testing.T) {
 			got := ladderRun(t, r, r.Max).rate(30, 30)
 			if float64(got) < maxFloor*float64(r.Max) {
@@ -104,23 +105,23 @@ func TestFrameDurations(t *testing.T) {
 		{"5 fps", []int{6}},
 		{"irregular", []int{1, 4, 2, 1, 5, 3}},
 	}
-	sz := Size{640, 360}
+	sz := media.Size{W: 640, H: 360}
 	target := 800 * rate.Kbps
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			enc, err := NewEncoder(EncoderConfig{Size: sz, Bitrate: target})
+			enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: target})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer enc.Close()
-			f := NewFrame(sz)
+			f := media.NewFrame(sz)
 			tick := 0
 			var bytes int
 			var from time.Time
 			for i := range 60 {
 				tick += tt.gaps[i%len(tt.gaps)]
 				capture := t0.Add(time.Duration(tick) * time.Second / 30)
-				Render(f, capture, uint64(tick), "test")
+				media.Render(f, capture, uint64(tick), "test")
 				ef, err := enc.Encode(f, false)
 				if err != nil {
 					t.Fatal(err)
@@ -144,19 +145,19 @@ func TestFrameDurations(t *testing.T) {
 // TestSetBitrate changes the target mid-stream and requires the output to
 // follow it in both directions from the next frame on.
 func TestSetBitrate(t *testing.T) {
-	sz := Size{640, 360}
+	sz := media.Size{W: 640, H: 360}
 	lo, hi := 500*rate.Kbps, 2500*rate.Kbps
-	enc, err := NewEncoder(EncoderConfig{Size: sz, Bitrate: lo})
+	enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: lo})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	f := NewFrame(sz)
+	f := media.NewFrame(sz)
 	var sizes []int
 	encode := func(n int) {
 		for range n {
 			i := len(sizes)
-			Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "test")
+			media.Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "test")
 			ef, err := enc.Encode(f, false)
 			if err != nil {
 				t.Fatal(err)
@@ -199,8 +200,8 @@ func TestSetBitrate(t *testing.T) {
 }
 
 func TestForceKey(t *testing.T) {
-	sz := Size{320, 180}
-	enc, err := NewEncoder(EncoderConfig{Size: sz})
+	sz := media.Size{W: 320, H: 180}
+	enc, err := NewEncoder(media.EncoderConfig{Size: sz})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,11 +211,11 @@ func TestForceKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dec.Close()
-	f := NewFrame(sz)
+	f := media.NewFrame(sz)
 	force := map[int]bool{7: true, 8: true, 20: true}
 	for i := range 30 {
 		capture := t0.Add(time.Duration(i) * time.Second / 30)
-		Render(f, capture, uint64(i), "test")
+		media.Render(f, capture, uint64(i), "test")
 		ef, err := enc.Encode(f, force[i])
 		if err != nil {
 			t.Fatal(err)
@@ -239,7 +240,7 @@ func TestForceKey(t *testing.T) {
 // each change must re-initialise the encoder and start with a keyframe that
 // a running decoder follows.
 func TestSizeChange(t *testing.T) {
-	enc, err := NewEncoder(EncoderConfig{Size: Size{640, 360}, Bitrate: 600 * rate.Kbps})
+	enc, err := NewEncoder(media.EncoderConfig{Size: media.Size{W: 640, H: 360}, Bitrate: 600 * rate.Kbps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,14 +250,14 @@ func TestSizeChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dec.Close()
-	seq := []Size{{640, 360}, {320, 180}, {1280, 720}, {160, 90}, {640, 360}}
+	seq := []media.Size{{W: 640, H: 360}, {W: 320, H: 180}, {W: 1280, H: 720}, {W: 160, H: 90}, {W: 640, H: 360}}
 	i := 0
 	for _, sz := range seq {
-		f := NewFrame(sz)
+		f := media.NewFrame(sz)
 		for j := range 8 {
 			capture := t0.Add(time.Duration(i) * time.Second / 30)
 			i++
-			Render(f, capture, uint64(i), "test")
+			media.Render(f, capture, uint64(i), "test")
 			ef, err := enc.Encode(f, false)
 			if err != nil {
 				t.Fatal(err)
@@ -281,10 +282,46 @@ func TestSizeChange(t *testing.T) {
 	}
 }
 
+// TestConfig checks that Config reaches libvpx: a thread count it refuses
+// is an error, and other settings than the defaults (two threads, so two
+// token partitions) give a stream the decoder reads, stamps intact.
+func TestConfig(t *testing.T) {
+	sz := media.Size{W: 640, H: 360}
+	if e, err := (Config{Threads: 1000}).NewEncoder(media.EncoderConfig{Size: sz}); !errors.Is(err, ErrCodec) || e != nil {
+		t.Fatalf("1000 threads: %v, %v; want ErrCodec", e, err)
+	}
+	enc, err := Config{Threads: 2, CPUUsed: -6}.NewEncoder(media.EncoderConfig{Size: sz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	dec, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	f := media.NewFrame(sz)
+	for i := range 10 {
+		capture := t0.Add(time.Duration(i) * time.Second / 30)
+		media.Render(f, capture, uint64(i), "test")
+		ef, err := enc.Encode(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := dec.Decode(ef.Data)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if bad := checkStamp(out, capture); bad != "" {
+			t.Fatalf("frame %d: %s", i, bad)
+		}
+	}
+}
+
 // TestDecodeMatches checks that the decoder returns the encoder's picture:
 // at a generous bitrate the noise-free area must come back close.
 func TestDecodeMatches(t *testing.T) {
-	res := encodeRun(t, runConfig{size: Size{320, 180}, bitrate: 2 * rate.Mbps, frames: 15, fps: 30, psnr: true})
+	res := encodeRun(t, runConfig{size: media.Size{W: 320, H: 180}, bitrate: 2 * rate.Mbps, frames: 15, fps: 30, psnr: true})
 	if res.psnr < 35 {
 		t.Fatalf("decoded picture PSNR %.1f dB, want at least 35", res.psnr)
 	}
@@ -293,14 +330,14 @@ func TestDecodeMatches(t *testing.T) {
 func TestEncoderErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  EncoderConfig
+		cfg  media.EncoderConfig
 		want error
 	}{
-		{"zero size", EncoderConfig{}, ErrSize},
-		{"odd size", EncoderConfig{Size: Size{641, 360}}, ErrSize},
-		{"bitrate too low", EncoderConfig{Size: Size{640, 360}, Bitrate: rate.Kbps}, ErrBitrate},
-		{"bitrate too high", EncoderConfig{Size: Size{640, 360}, Bitrate: rate.Gbps}, ErrBitrate},
-		{"negative bitrate", EncoderConfig{Size: Size{640, 360}, Bitrate: -1}, ErrBitrate},
+		{"zero size", media.EncoderConfig{}, media.ErrSize},
+		{"odd size", media.EncoderConfig{Size: media.Size{W: 641, H: 360}}, media.ErrSize},
+		{"bitrate too low", media.EncoderConfig{Size: media.Size{W: 640, H: 360}, Bitrate: rate.Kbps}, media.ErrBitrate},
+		{"bitrate too high", media.EncoderConfig{Size: media.Size{W: 640, H: 360}, Bitrate: rate.Gbps}, media.ErrBitrate},
+		{"negative bitrate", media.EncoderConfig{Size: media.Size{W: 640, H: 360}, Bitrate: -1}, media.ErrBitrate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,15 +351,15 @@ func TestEncoderErrors(t *testing.T) {
 		})
 	}
 
-	sz := Size{320, 180}
-	e, err := NewEncoder(EncoderConfig{Size: sz})
+	sz := media.Size{W: 320, H: 180}
+	e, err := NewEncoder(media.EncoderConfig{Size: sz})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := e.Bitrate(), RungOf(sz).Default(); got != want {
+	if got, want := e.Bitrate(), media.RungOf(sz).Default(); got != want {
 		t.Errorf("default bitrate %v, want %v", got, want)
 	}
-	if err := e.SetBitrate(0); !errors.Is(err, ErrBitrate) {
+	if err := e.SetBitrate(0); !errors.Is(err, media.ErrBitrate) {
 		t.Errorf("SetBitrate(0) = %v", err)
 	}
 	if e.LastQuantizer() != -1 {
@@ -330,20 +367,20 @@ func TestEncoderErrors(t *testing.T) {
 	}
 	bad := []struct {
 		name string
-		f    *Frame
+		f    *media.Frame
 		want error
 	}{
-		{"short luma", &Frame{Size: sz, Y: make([]byte, 10), U: make([]byte, 160*90), V: make([]byte, 160*90)}, ErrFrame},
-		{"no chroma", &Frame{Size: sz, Y: make([]byte, 320*180)}, ErrFrame},
-		{"bad size", &Frame{Size: Size{3, 3}}, ErrSize},
+		{"short luma", &media.Frame{Size: sz, Y: make([]byte, 10), U: make([]byte, 160*90), V: make([]byte, 160*90)}, media.ErrFrame},
+		{"no chroma", &media.Frame{Size: sz, Y: make([]byte, 320*180)}, media.ErrFrame},
+		{"bad size", &media.Frame{Size: media.Size{W: 3, H: 3}}, media.ErrSize},
 	}
 	for _, b := range bad {
 		if _, err := e.Encode(b.f, false); !errors.Is(err, b.want) {
 			t.Errorf("%s: Encode err = %v, want %v", b.name, err, b.want)
 		}
 	}
-	f := NewFrame(sz)
-	Render(f, t0, 1, "x")
+	f := media.NewFrame(sz)
+	media.Render(f, t0, 1, "x")
 	if _, err := e.Encode(f, false); err != nil {
 		t.Fatal(err)
 	}
@@ -356,23 +393,23 @@ func TestEncoderErrors(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal("second Close:", err)
 	}
-	if _, err := e.Encode(f, false); !errors.Is(err, ErrClosed) {
+	if _, err := e.Encode(f, false); !errors.Is(err, media.ErrClosed) {
 		t.Errorf("Encode after Close = %v", err)
 	}
-	if err := e.SetBitrate(rate.Mbps); !errors.Is(err, ErrClosed) {
+	if err := e.SetBitrate(rate.Mbps); !errors.Is(err, media.ErrClosed) {
 		t.Errorf("SetBitrate after Close = %v", err)
 	}
 }
 
 func TestDecoderErrors(t *testing.T) {
-	sz := Size{160, 90}
-	enc, err := NewEncoder(EncoderConfig{Size: sz})
+	sz := media.Size{W: 160, H: 90}
+	enc, err := NewEncoder(media.EncoderConfig{Size: sz})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	f := NewFrame(sz)
-	Render(f, t0, 1, "x")
+	f := media.NewFrame(sz)
+	media.Render(f, t0, 1, "x")
 	key, err := enc.Encode(f, false)
 	if err != nil {
 		t.Fatal(err)
@@ -409,28 +446,28 @@ func TestDecoderErrors(t *testing.T) {
 	if err := dec.Close(); err != nil {
 		t.Fatal("second Close:", err)
 	}
-	if _, err := dec.Decode(key.Data); !errors.Is(err, ErrClosed) {
+	if _, err := dec.Decode(key.Data); !errors.Is(err, media.ErrClosed) {
 		t.Fatalf("Decode after Close = %v", err)
 	}
 }
 
 func BenchmarkEncode(b *testing.B) {
 	for _, c := range []struct {
-		size Size
+		size media.Size
 		br   rate.Bitrate
 	}{
-		{Size{640, 360}, 1500 * rate.Kbps},
-		{Size{1280, 720}, 8 * rate.Mbps},
-		{Size{1280, 720}, 20 * rate.Mbps},
+		{media.Size{W: 640, H: 360}, 1500 * rate.Kbps},
+		{media.Size{W: 1280, H: 720}, 8 * rate.Mbps},
+		{media.Size{W: 1280, H: 720}, 20 * rate.Mbps},
 	} {
 		b.Run(fmt.Sprintf("%v/%v", c.size, c.br), func(b *testing.B) {
 			// Pre-render a second of pictures so only encoding is timed.
-			frames := make([]*Frame, 30)
+			frames := make([]*media.Frame, 30)
 			for i := range frames {
-				frames[i] = NewFrame(c.size)
-				Render(frames[i], t0.Add(time.Duration(i)*time.Second/30), uint64(i), "bench")
+				frames[i] = media.NewFrame(c.size)
+				media.Render(frames[i], t0.Add(time.Duration(i)*time.Second/30), uint64(i), "bench")
 			}
-			enc, err := NewEncoder(EncoderConfig{Size: c.size, Bitrate: c.br})
+			enc, err := NewEncoder(media.EncoderConfig{Size: c.size, Bitrate: c.br})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -454,22 +491,22 @@ func BenchmarkEncode(b *testing.B) {
 
 func BenchmarkDecode(b *testing.B) {
 	for _, c := range []struct {
-		size Size
+		size media.Size
 		br   rate.Bitrate
 	}{
-		{Size{640, 360}, 1500 * rate.Kbps},
-		{Size{1280, 720}, 20 * rate.Mbps},
+		{media.Size{W: 640, H: 360}, 1500 * rate.Kbps},
+		{media.Size{W: 1280, H: 720}, 20 * rate.Mbps},
 	} {
 		b.Run(fmt.Sprintf("%v/%v", c.size, c.br), func(b *testing.B) {
-			enc, err := NewEncoder(EncoderConfig{Size: c.size, Bitrate: c.br})
+			enc, err := NewEncoder(media.EncoderConfig{Size: c.size, Bitrate: c.br})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer enc.Close()
-			f := NewFrame(c.size)
+			f := media.NewFrame(c.size)
 			var stream [][]byte
 			for i := range 60 {
-				Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "bench")
+				media.Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "bench")
 				ef, err := enc.Encode(f, i%30 == 0)
 				if err != nil {
 					b.Fatal(err)

@@ -1,4 +1,4 @@
-package media
+package vpx
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"replenish/media"
 	"replenish/rate"
 )
 
@@ -15,7 +16,7 @@ var t0 = time.Date(2026, 10, 29, 15, 57, 15, 123_000_000, time.UTC)
 
 // runConfig describes an encode run over rendered frames.
 type runConfig struct {
-	size     Size
+	size     media.Size
 	bitrate  rate.Bitrate
 	frames   int
 	fps      int // capture rate; frames are captured every 1/fps
@@ -56,7 +57,7 @@ func (r runResult) meanQ(from int) float64 {
 // stamps back, comparing each with the frame's capture time.
 func encodeRun(tb testing.TB, rc runConfig) runResult {
 	tb.Helper()
-	enc, err := NewEncoder(EncoderConfig{Size: rc.size, Bitrate: rc.bitrate, FPS: rc.fps})
+	enc, err := NewEncoder(media.EncoderConfig{Size: rc.size, Bitrate: rc.bitrate, FPS: rc.fps})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,10 +69,10 @@ func encodeRun(tb testing.TB, rc runConfig) runResult {
 	defer dec.Close()
 	var res runResult
 	var psnrSum float64
-	f := NewFrame(rc.size)
+	f := media.NewFrame(rc.size)
 	for i := range rc.frames {
 		capture := t0.Add(time.Duration(i) * time.Second / time.Duration(rc.fps))
-		Render(f, capture, uint64(i), "test")
+		media.Render(f, capture, uint64(i), "test")
 		ef, err := enc.Encode(f, rc.keyEvery > 0 && i > 0 && i%rc.keyEvery == 0)
 		if err != nil {
 			tb.Fatalf("frame %d: %v", i, err)
@@ -91,7 +92,8 @@ func encodeRun(tb testing.TB, rc runConfig) runResult {
 			}
 		}
 		if rc.psnr && i >= rc.frames/3 {
-			lo, hi := StampBand(rc.size)*rc.size.W, noiseTop(rc.size)*rc.size.W
+			lo, hi := cleanRows(rc.size)
+			lo, hi = lo*rc.size.W, hi*rc.size.W
 			psnrSum += psnr(f.Y[lo:hi], out.Y[lo:hi])
 		}
 	}
@@ -102,15 +104,23 @@ func encodeRun(tb testing.TB, rc runConfig) runResult {
 // checkStamp reads f's stamp and returns "" if it gives capture to the
 // millisecond, or what went wrong. The reader's reference time is 40 ms
 // later, as a viewer's clock would be.
-func checkStamp(f *Frame, capture time.Time) string {
-	v, err := ReadStamp(f.Y, f.Size.W, f.Size)
+func checkStamp(f *media.Frame, capture time.Time) string {
+	v, err := media.ReadStamp(f.Y, f.Size.W, f.Size)
 	if err != nil {
 		return err.Error()
 	}
-	if got := StampTime(v, capture.Add(40*time.Millisecond)); got.UnixMilli() != capture.UnixMilli() {
+	if got := media.StampTime(v, capture.Add(40*time.Millisecond)); got.UnixMilli() != capture.UnixMilli() {
 		return fmt.Sprintf("read %v, captured %v", got, capture)
 	}
 	return ""
+}
+
+// cleanRows returns the rows [lo, hi) of a picture media.Render draws at
+// size sz that hold no noise: from the stamp band down to the noise, which
+// covers the lower two thirds of the area below the band.
+func cleanRows(sz media.Size) (lo, hi int) {
+	band := media.StampBand(sz)
+	return band, band + (sz.H-band)/3
 }
 
 func psnr(a, b []byte) float64 {
@@ -134,7 +144,7 @@ var ladderRuns struct {
 
 // ladderRun returns the cached result of a 90-frame run at 30 fps for rung r
 // at bitrate br.
-func ladderRun(tb testing.TB, r Rung, br rate.Bitrate) runResult {
+func ladderRun(tb testing.TB, r media.Rung, br rate.Bitrate) runResult {
 	tb.Helper()
 	key := fmt.Sprint(r.Size, br)
 	ladderRuns.Lock()

@@ -1,10 +1,11 @@
-package media
+package vpx
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	"replenish/media"
 	"replenish/rate"
 )
 
@@ -14,7 +15,7 @@ import (
 // them, the keyframe size, the luma PSNR of the noise-free picture area,
 // stamp misreads and the encode time per frame. One iteration is one run.
 func BenchmarkRungs(b *testing.B) {
-	for _, r := range Ladder {
+	for _, r := range media.Ladder {
 		for _, br := range []struct {
 			name string
 			v    rate.Bitrate

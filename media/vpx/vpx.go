@@ -1,4 +1,10 @@
-package media
+// Package vpx is replenish's VP8 encoder and decoder: libvpx through cgo.
+// The encoder is set up for low latency (realtime deadline, no lag, CBR, no
+// frame dropping, error resilient, keyframes only on request) and takes new
+// targets from the next frame on. It is the one package of replenish that
+// needs cgo and libvpx; everything else names encoders through the types in
+// package media and the interface package sender defines.
+package vpx
 
 /*
 #cgo pkg-config: vpx
@@ -168,26 +174,21 @@ import (
 	"time"
 	"unsafe"
 
+	"replenish/media"
 	"replenish/rate"
 )
 
-// Errors returned by the encoder and decoder.
+// Errors returned by the encoder and decoder, besides media.ErrSize,
+// media.ErrFrame, media.ErrBitrate and media.ErrClosed.
 var (
 	// ErrCodec wraps an error reported by libvpx.
-	ErrCodec = errors.New("media: libvpx error")
-	// ErrClosed is returned by an Encoder or Decoder after Close.
-	ErrClosed = errors.New("media: codec closed")
-	// ErrBitrate is returned for a target bitrate libvpx cannot take.
-	ErrBitrate = errors.New("media: bitrate out of range")
+	ErrCodec = errors.New("vpx: libvpx error")
 	// ErrNoFrame is returned when libvpx produced no compressed frame.
-	ErrNoFrame = errors.New("media: encoder produced no frame")
+	ErrNoFrame = errors.New("vpx: encoder produced no frame")
 )
 
-// Encoder limits and defaults.
+// Encoder limits.
 const (
-	// MinBitrate and MaxBitrate bound an encoder's target.
-	MinBitrate = 10 * rate.Kbps
-	MaxBitrate = 100 * rate.Mbps
 	// MaxFrameInterval caps the duration the encoder's rate control is
 	// told a frame covers (4 fps), so that the first frame after a long
 	// pause does not get seconds' worth of bits.
@@ -198,21 +199,11 @@ const (
 	KeyframeMaxPct = 300
 )
 
-// EncoderConfig configures an Encoder. Zero values mean the defaults.
-type EncoderConfig struct {
-	Size    Size         // picture size; required, must pass Size.Check
-	Bitrate rate.Bitrate // initial target; zero means the nearest rung's Default
-	FPS     int          // nominal frame rate for rate control, frames per second; 0 means 30
-	Threads int          // encoder threads; 0 means 1
-	CPUUsed int          // libvpx cpu-used, negative for a fixed speed; 0 means -8
-}
-
-// EncodedFrame is one compressed VP8 frame.
-type EncodedFrame struct {
-	Data       []byte    // the VP8 frame; owned by the caller
-	Key        bool      // a keyframe
-	Size       Size      // picture size
-	Start, End time.Time // when the encode call started and returned
+// Config holds the libvpx settings of an Encoder beyond
+// media.EncoderConfig. Zero values mean the defaults.
+type Config struct {
+	Threads int // encoder threads; 0 means 1
+	CPUUsed int // libvpx cpu-used, negative for a fixed speed; 0 means -8
 }
 
 // Encoder is a VP8 encoder (libvpx) configured for low-latency CBR: realtime
@@ -221,9 +212,9 @@ type EncodedFrame struct {
 // for concurrent use.
 type Encoder struct {
 	c       *C.rp_enc // C memory; nil after Close
-	size    Size
+	size    media.Size
 	bitrate rate.Bitrate
-	cfg     EncoderConfig
+	lib     Config
 
 	started  bool          // a frame has been encoded since the last init
 	last     time.Time     // capture time of the previous encoded frame
@@ -232,31 +223,37 @@ type Encoder struct {
 	haveLast bool
 }
 
-// NewEncoder returns an encoder for cfg. It returns an error wrapping
-// ErrSize, ErrBitrate or ErrCodec if the configuration is unusable.
-func NewEncoder(cfg EncoderConfig) (*Encoder, error) {
+// NewEncoder returns an encoder for cfg with the default libvpx settings
+// (Config's zero value). It returns an error wrapping media.ErrSize,
+// media.ErrBitrate or ErrCodec if the configuration is unusable.
+func NewEncoder(cfg media.EncoderConfig) (*Encoder, error) { return Config{}.NewEncoder(cfg) }
+
+// NewEncoder returns an encoder for cfg with c's libvpx settings. It returns
+// an error wrapping media.ErrSize, media.ErrBitrate or ErrCodec if the
+// configuration is unusable.
+func (c Config) NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 	if err := cfg.Size.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.FPS <= 0 {
 		cfg.FPS = 30
 	}
-	if cfg.Threads <= 0 {
-		cfg.Threads = 1
+	if c.Threads <= 0 {
+		c.Threads = 1
 	}
-	if cfg.CPUUsed == 0 {
-		cfg.CPUUsed = -8
+	if c.CPUUsed == 0 {
+		c.CPUUsed = -8
 	}
 	if cfg.Bitrate == 0 {
-		cfg.Bitrate = RungOf(cfg.Size).Default()
+		cfg.Bitrate = media.RungOf(cfg.Size).Default()
 	}
-	if err := checkBitrate(cfg.Bitrate); err != nil {
+	if err := media.CheckBitrate(cfg.Bitrate); err != nil {
 		return nil, err
 	}
 	e := &Encoder{
 		c:       (*C.rp_enc)(C.calloc(1, C.size_t(unsafe.Sizeof(C.rp_enc{})))),
 		bitrate: cfg.Bitrate,
-		cfg:     cfg,
+		lib:     c,
 		nominal: time.Second / time.Duration(cfg.FPS),
 	}
 	if e.c == nil {
@@ -269,20 +266,13 @@ func NewEncoder(cfg EncoderConfig) (*Encoder, error) {
 	return e, nil
 }
 
-func checkBitrate(b rate.Bitrate) error {
-	if b < MinBitrate || b > MaxBitrate {
-		return fmt.Errorf("%w: %v not in [%v, %v]", ErrBitrate, b, MinBitrate, MaxBitrate)
-	}
-	return nil
-}
-
 func kbps(b rate.Bitrate) C.uint { return C.uint((b + rate.Kbps/2) / rate.Kbps) }
 
 // init (re)creates the libvpx encoder for size sz at the current bitrate.
-func (e *Encoder) init(sz Size) error {
+func (e *Encoder) init(sz media.Size) error {
 	C.rp_enc_destroy(e.c)
-	rc := C.rp_enc_init(e.c, C.int(sz.W), C.int(sz.H), kbps(e.bitrate), C.int(e.cfg.Threads),
-		C.int(e.cfg.CPUUsed), KeyframeMaxPct)
+	rc := C.rp_enc_init(e.c, C.int(sz.W), C.int(sz.H), kbps(e.bitrate), C.int(e.lib.Threads),
+		C.int(e.lib.CPUUsed), KeyframeMaxPct)
 	if rc != C.VPX_CODEC_OK {
 		err := e.codecErr("init", rc)
 		C.rp_enc_destroy(e.c)
@@ -304,19 +294,20 @@ func (e *Encoder) codecErr(op string, rc C.vpx_codec_err_t) error {
 }
 
 // Size returns the picture size the encoder is currently set up for.
-func (e *Encoder) Size() Size { return e.size }
+func (e *Encoder) Size() media.Size { return e.size }
 
 // Bitrate returns the current target bitrate.
 func (e *Encoder) Bitrate() rate.Bitrate { return e.bitrate }
 
 // SetBitrate changes the target bitrate from the next frame on. It returns
-// an error wrapping ErrBitrate if b is outside [MinBitrate, MaxBitrate],
-// ErrClosed after Close, or ErrCodec if libvpx refuses it.
+// an error wrapping media.ErrBitrate if b is outside [media.MinBitrate,
+// media.MaxBitrate], media.ErrClosed after Close, or ErrCodec if libvpx
+// refuses it.
 func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 	if e.c == nil {
-		return ErrClosed
+		return media.ErrClosed
 	}
-	if err := checkBitrate(b); err != nil {
+	if err := media.CheckBitrate(b); err != nil {
 		return err
 	}
 	if e.c.live == 0 {
@@ -336,20 +327,20 @@ func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 // keyframe. Rate control is told that each frame lasts from the previous
 // encoded frame's Capture to this one's (at most MaxFrameInterval; the
 // nominal 1/FPS for the first frame), so it sees the true frame rate however
-// irregularly Encode is called. It returns an error wrapping ErrFrame or
-// ErrSize for a malformed frame, ErrClosed after Close, ErrCodec or
-// ErrNoFrame if libvpx fails.
-func (e *Encoder) Encode(f *Frame, forceKey bool) (EncodedFrame, error) {
+// irregularly Encode is called. It returns an error wrapping media.ErrFrame
+// or media.ErrSize for a malformed frame, media.ErrClosed after Close,
+// ErrCodec or ErrNoFrame if libvpx fails.
+func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, error) {
 	if e.c == nil {
-		return EncodedFrame{}, ErrClosed
+		return media.EncodedFrame{}, media.ErrClosed
 	}
-	if err := f.check(); err != nil {
-		return EncodedFrame{}, err
+	if err := f.Check(); err != nil {
+		return media.EncodedFrame{}, err
 	}
 	start := time.Now()
 	if f.Size != e.size || e.c.live == 0 {
 		if err := e.init(f.Size); err != nil {
-			return EncodedFrame{}, err
+			return media.EncodedFrame{}, err
 		}
 	}
 	d := e.nominal
@@ -368,12 +359,12 @@ func (e *Encoder) Encode(f *Frame, forceKey bool) (EncodedFrame, error) {
 		(*C.uchar)(unsafe.Pointer(&f.V[0])), C.int64_t(pts.Microseconds()),
 		C.ulong(max(d.Microseconds(), 1)), key)
 	if rc != C.VPX_CODEC_OK {
-		return EncodedFrame{}, e.codecErr("encode", rc)
+		return media.EncodedFrame{}, e.codecErr("encode", rc)
 	}
 	e.started = true
 	e.end += d
 	e.last, e.haveLast = f.Capture, true
-	out := EncodedFrame{Size: e.size, Start: start}
+	out := media.EncodedFrame{Size: e.size, Start: start}
 	var (
 		buf   unsafe.Pointer
 		n     C.size_t
@@ -385,7 +376,7 @@ func (e *Encoder) Encode(f *Frame, forceKey bool) (EncodedFrame, error) {
 	}
 	out.End = time.Now()
 	if len(out.Data) == 0 {
-		return EncodedFrame{}, ErrNoFrame
+		return media.EncodedFrame{}, ErrNoFrame
 	}
 	return out, nil
 }
@@ -401,8 +392,8 @@ func (e *Encoder) LastQuantizer() int {
 	return int(C.rp_enc_last_q(e.c))
 }
 
-// Close frees the encoder's libvpx state. Further calls return ErrClosed;
-// Close itself may be called more than once.
+// Close frees the encoder's libvpx state. Further calls return
+// media.ErrClosed; Close itself may be called more than once.
 func (e *Encoder) Close() error {
 	if e.c == nil {
 		return nil
@@ -435,11 +426,12 @@ func NewDecoder() (*Decoder, error) {
 // Decode decodes one VP8 frame and returns an I420 copy of the picture, with
 // zero Capture and Seq. It returns an error wrapping ErrCodec for data libvpx
 // rejects (the decoder stays usable, though frames that depend on the
-// rejected one may decode wrongly until the next keyframe), ErrSize for a
-// picture this package cannot represent, or ErrClosed after Close.
-func (d *Decoder) Decode(data []byte) (*Frame, error) {
+// rejected one may decode wrongly until the next keyframe), media.ErrSize
+// for a picture package media cannot represent, or media.ErrClosed after
+// Close.
+func (d *Decoder) Decode(data []byte) (*media.Frame, error) {
 	if d.c == nil {
-		return nil, ErrClosed
+		return nil, media.ErrClosed
 	}
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: decode: empty frame", ErrCodec)
@@ -453,11 +445,11 @@ func (d *Decoder) Decode(data []byte) (*Frame, error) {
 		}
 		return nil, fmt.Errorf("%w: decode: %s", ErrCodec, msg)
 	}
-	sz := Size{W: int(img.d_w), H: int(img.d_h)}
-	if img.fmt != C.VPX_IMG_FMT_I420 || sz.W%2 != 0 || sz.H%2 != 0 || sz.W > MaxDimension || sz.H > MaxDimension {
-		return nil, fmt.Errorf("%w: decoded %v picture, format %d", ErrSize, sz, int(img.fmt))
+	sz := media.Size{W: int(img.d_w), H: int(img.d_h)}
+	if img.fmt != C.VPX_IMG_FMT_I420 || sz.W%2 != 0 || sz.H%2 != 0 || sz.W > media.MaxDimension || sz.H > media.MaxDimension {
+		return nil, fmt.Errorf("%w: decoded %v picture, format %d", media.ErrSize, sz, int(img.fmt))
 	}
-	f := NewFrame(sz)
+	f := media.NewFrame(sz)
 	copyPlane(f.Y, sz.W, sz.H, img.planes[0], int(img.stride[0]))
 	copyPlane(f.U, sz.W/2, sz.H/2, img.planes[1], int(img.stride[1]))
 	copyPlane(f.V, sz.W/2, sz.H/2, img.planes[2], int(img.stride[2]))
@@ -476,8 +468,8 @@ func copyPlane(dst []byte, w, h int, src *C.uchar, stride int) {
 	}
 }
 
-// Close frees the decoder's libvpx state. Further calls return ErrClosed;
-// Close itself may be called more than once.
+// Close frees the decoder's libvpx state. Further calls return
+// media.ErrClosed; Close itself may be called more than once.
 func (d *Decoder) Close() error {
 	if d.c == nil {
 		return nil

@@ -1,0 +1,135 @@
+package fakecodec
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"replenish/framer"
+	"replenish/media"
+	"replenish/rate"
+)
+
+var t0 = time.Date(2026, 10, 29, 15, 57, 15, 123_456_789, time.UTC)
+
+// TestFrames encodes a sequence with forced keyframes, a size change and a
+// bitrate change, and checks each frame as a VP8 parser sees it: keyframe or
+// not, the size in a keyframe's header, the length the bitrate and frame
+// rate give, and the capture time carried.
+func TestFrames(t *testing.T) {
+	small, large := media.Size{W: 320, H: 180}, media.Size{W: 640, H: 360}
+	e, err := NewEncoder(media.EncoderConfig{Size: small, Bitrate: 600 * rate.Kbps, FPS: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name    string
+		size    media.Size
+		force   bool
+		bitrate rate.Bitrate // set before the frame if not zero
+		key     bool
+	}{
+		{name: "first frame", size: small, key: true},
+		{name: "delta", size: small},
+		{name: "forced", size: small, force: true, key: true},
+		{name: "delta after forced", size: small},
+		{name: "new bitrate", size: small, bitrate: 2 * rate.Mbps},
+		{name: "size change", size: large, key: true},
+		{name: "delta at new size", size: large},
+		{name: "forced at new size", size: large, force: true, key: true},
+		{name: "tiny bitrate", size: large, bitrate: media.MinBitrate},
+	}
+	br := 600 * rate.Kbps
+	for i, st := range steps {
+		if st.bitrate != 0 {
+			if err := e.SetBitrate(st.bitrate); err != nil {
+				t.Fatal(err)
+			}
+			br = st.bitrate
+		}
+		f := media.NewFrame(st.size)
+		f.Capture = t0.Add(time.Duration(i) * 40 * time.Millisecond)
+		ef, err := e.Encode(f, st.force)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		key, w, h, err := framer.ParseVP8Header(ef.Data)
+		if err != nil {
+			t.Fatalf("%s: not VP8 to a parser: %v", st.name, err)
+		}
+		if key != st.key || ef.Key != st.key {
+			t.Errorf("%s: key %v (header %v), want %v", st.name, ef.Key, key, st.key)
+		}
+		if st.key && (w != st.size.W || h != st.size.H) {
+			t.Errorf("%s: header size %dx%d, want %v", st.name, w, h, st.size)
+		}
+		if ef.Size != st.size || e.Size() != st.size {
+			t.Errorf("%s: frame size %v, encoder %v, want %v", st.name, ef.Size, e.Size(), st.size)
+		}
+		want := max(br.Bytes(time.Second/25), minLen)
+		if st.key {
+			want = max(KeyFactor*br.Bytes(time.Second/25), minLen)
+		}
+		if len(ef.Data) != want || FrameLen(br, 25, st.key) != want {
+			t.Errorf("%s: %d bytes, FrameLen %d, want %d", st.name, len(ef.Data), FrameLen(br, 25, st.key), want)
+		}
+		if c, err := Capture(ef.Data); err != nil || !c.Equal(f.Capture) {
+			t.Errorf("%s: capture %v, %v; want %v", st.name, c, err, f.Capture)
+		}
+		if ef.End.Before(ef.Start) {
+			t.Errorf("%s: ends %v before it starts %v", st.name, ef.End, ef.Start)
+		}
+	}
+	if e.Bitrate() != media.MinBitrate {
+		t.Errorf("Bitrate() = %v, want %v", e.Bitrate(), media.MinBitrate)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  media.EncoderConfig
+		want error
+	}{
+		{"zero size", media.EncoderConfig{}, media.ErrSize},
+		{"odd size", media.EncoderConfig{Size: media.Size{W: 641, H: 360}}, media.ErrSize},
+		{"bitrate too low", media.EncoderConfig{Size: media.Size{W: 640, H: 360}, Bitrate: rate.Kbps}, media.ErrBitrate},
+		{"bitrate too high", media.EncoderConfig{Size: media.Size{W: 640, H: 360}, Bitrate: rate.Gbps}, media.ErrBitrate},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if e, err := NewEncoder(tt.cfg); !errors.Is(err, tt.want) || e != nil {
+				t.Fatalf("NewEncoder = %v, %v; want nil, %v", e, err, tt.want)
+			}
+		})
+	}
+
+	sz := media.Size{W: 160, H: 90}
+	e, err := NewEncoder(media.EncoderConfig{Size: sz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.Bitrate(), media.RungOf(sz).Default(); got != want {
+		t.Errorf("default bitrate %v, want %v", got, want)
+	}
+	if err := e.SetBitrate(0); !errors.Is(err, media.ErrBitrate) {
+		t.Errorf("SetBitrate(0) = %v", err)
+	}
+	if _, err := e.Encode(&media.Frame{Size: sz, Y: make([]byte, 10)}, false); !errors.Is(err, media.ErrFrame) {
+		t.Errorf("Encode of short planes = %v, want ErrFrame", err)
+	}
+	if _, err := Capture([]byte{0, 0, 0}); !errors.Is(err, ErrNotFake) {
+		t.Errorf("Capture of 3 bytes = %v, want ErrNotFake", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if _, err := e.Encode(media.NewFrame(sz), false); !errors.Is(err, media.ErrClosed) {
+		t.Errorf("Encode after Close = %v", err)
+	}
+	if err := e.SetBitrate(rate.Mbps); !errors.Is(err, media.ErrClosed) {
+		t.Errorf("SetBitrate after Close = %v", err)
+	}
+}
