@@ -33,6 +33,9 @@ type Frame struct {
 	Height    int       // pixels, from the keyframe header; 0 for delta frames
 	Data      []byte    // the VP8 frame; owned by the caller
 	Packets   int       // RTP packets the frame came in
+	// FirstSeq is the RTP sequence number of the frame's first packet; its
+	// packets are numbered FirstSeq to FirstSeq+Packets-1 (modulo 2^16).
+	FirstSeq uint16
 }
 
 // AssemblerStats counts what an Assembler has seen since it was created.
@@ -60,14 +63,15 @@ type Assembler struct {
 	desc codecs.VP8Packet // reused for parsing
 
 	// The frame being assembled; meaningful while active.
-	active  bool
-	ssrc    uint32
-	ts      uint32
-	lastSeq uint16
-	capture time.Time
-	packets int
-	buf     []byte
-	lastLen int // size of the previous complete frame, to size buf
+	active   bool
+	ssrc     uint32
+	ts       uint32
+	firstSeq uint16
+	lastSeq  uint16
+	capture  time.Time
+	packets  int
+	buf      []byte
+	lastLen  int // size of the previous complete frame, to size buf
 }
 
 // NewAssembler returns an Assembler that discards frames larger than
@@ -120,7 +124,7 @@ func (a *Assembler) Push(pkt []byte) (*Frame, error) {
 			return nil, nil
 		}
 		a.active = true
-		a.ssrc, a.ts, a.capture = h.SSRC, h.Timestamp, capture
+		a.ssrc, a.ts, a.capture, a.firstSeq = h.SSRC, h.Timestamp, capture, h.SequenceNumber
 		a.packets = 0
 		if a.buf == nil {
 			a.buf = make([]byte, 0, min(a.lastLen+a.lastLen/4, a.maxFrameSize))
@@ -159,6 +163,7 @@ func (a *Assembler) Push(pkt []byte) (*Frame, error) {
 		Height:    ht,
 		Data:      data,
 		Packets:   a.packets,
+		FirstSeq:  a.firstSeq,
 	}, nil
 }
 

@@ -378,3 +378,29 @@ func TestAssemblerFrameOwnership(t *testing.T) {
 		}
 	}
 }
+
+// A frame carries the sequence number of its first packet, so that a
+// receiver can tell whether frames arrive without a gap.
+func TestAssemblerFirstSeq(t *testing.T) {
+	s := newStream(t)
+	a := NewAssembler(0)
+	next := uint16(0)
+	for i := range 3 {
+		pkts := s.frame(i == 0, 150) // three packets each
+		first := binary.BigEndian.Uint16(pkts[0][2:])
+		if i > 0 && first != next {
+			t.Fatalf("frame %d starts at %d, want %d", i, first, next)
+		}
+		var f *Frame
+		for _, p := range pkts {
+			var err error
+			if f, err = a.Push(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f == nil || f.FirstSeq != first || f.Packets != len(pkts) {
+			t.Fatalf("frame %d: %+v, want FirstSeq %d and %d packets", i, f, first, len(pkts))
+		}
+		next = f.FirstSeq + uint16(f.Packets)
+	}
+}

@@ -14,6 +14,7 @@ var (
 	ErrBadRTCP      = errors.New("framer: malformed RTCP packet")
 	ErrBadName      = errors.New("framer: invalid stream name")
 	ErrNoStreamName = errors.New("framer: no stream name for SSRC")
+	ErrNoStreamMode = errors.New("framer: no stream mode for SSRC")
 )
 
 // MaxStreamNameLen is the longest stream name, in bytes.
@@ -96,23 +97,29 @@ func WantsKeyframe(pkts []rtcp.Packet, mediaSSRC uint32) bool {
 }
 
 // MarshalSDES returns an RTCP Source Description packet (RFC 3550 section
-// 6.5) for ssrc carrying cname as CNAME and the stream name as NAME. It
-// returns an error wrapping ErrBadName if either fails ValidateStreamName
-// (a CNAME may be up to 255 bytes).
-func MarshalSDES(ssrc uint32, cname, name string) ([]byte, error) {
+// 6.5) for ssrc carrying cname as CNAME, the stream name as NAME and, when
+// mode is not empty, the sender's buffer policy as NOTE (such as
+// "replenish=15ms": text for people, which the viewer shows as it is). It
+// returns an error wrapping ErrBadName if the name or the mode fails
+// ValidateStreamName (a CNAME may be up to 255 bytes).
+func MarshalSDES(ssrc uint32, cname, name, mode string) ([]byte, error) {
 	if err := validateText(cname, 255); err != nil {
 		return nil, fmt.Errorf("CNAME: %w", err)
 	}
 	if err := ValidateStreamName(name); err != nil {
 		return nil, err
 	}
-	sdes := rtcp.SourceDescription{Chunks: []rtcp.SourceDescriptionChunk{{
-		Source: ssrc,
-		Items: []rtcp.SourceDescriptionItem{
-			{Type: rtcp.SDESCNAME, Text: cname},
-			{Type: rtcp.SDESName, Text: name},
-		},
-	}}}
+	items := []rtcp.SourceDescriptionItem{
+		{Type: rtcp.SDESCNAME, Text: cname},
+		{Type: rtcp.SDESName, Text: name},
+	}
+	if mode != "" {
+		if err := ValidateStreamName(mode); err != nil {
+			return nil, fmt.Errorf("mode: %w", err)
+		}
+		items = append(items, rtcp.SourceDescriptionItem{Type: rtcp.SDESNote, Text: mode})
+	}
+	sdes := rtcp.SourceDescription{Chunks: []rtcp.SourceDescriptionChunk{{Source: ssrc, Items: items}}}
 	b, err := sdes.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("framer: marshalling SDES: %w", err)
@@ -124,9 +131,38 @@ func MarshalSDES(ssrc uint32, cname, name string) ([]byte, error) {
 // pkts, as returned by ParseControl. It returns ErrNoStreamName if there is
 // none, and an error wrapping ErrBadName if the name is not valid.
 func StreamName(pkts []rtcp.Packet, ssrc uint32) (string, error) {
+	name, ok, err := sdesItem(pkts, ssrc, rtcp.SDESName)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w %08x", ErrNoStreamName, ssrc)
+	}
+	return name, nil
+}
+
+// StreamMode returns the sender's mode, the NOTE item for ssrc, from the
+// SDES packets among pkts, as returned by ParseControl. It returns
+// ErrNoStreamMode if there is none, and an error wrapping ErrBadName if
+// the text fails ValidateStreamName.
+func StreamMode(pkts []rtcp.Packet, ssrc uint32) (string, error) {
+	mode, ok, err := sdesItem(pkts, ssrc, rtcp.SDESNote)
+	if err != nil {
+		return "", fmt.Errorf("mode: %w", err)
+	}
+	if !ok {
+		return "", fmt.Errorf("%w %08x", ErrNoStreamMode, ssrc)
+	}
+	return mode, nil
+}
+
+// sdesItem returns the first item of type typ for ssrc among the SDES
+// packets in pkts, checked with ValidateStreamName; ok is false if there
+// is none.
+func sdesItem(pkts []rtcp.Packet, ssrc uint32, typ rtcp.SDESType) (text string, ok bool, err error) {
 	for _, p := range pkts {
-		sdes, ok := p.(*rtcp.SourceDescription)
-		if !ok {
+		sdes, isSDES := p.(*rtcp.SourceDescription)
+		if !isSDES {
 			continue
 		}
 		for _, c := range sdes.Chunks {
@@ -134,21 +170,22 @@ func StreamName(pkts []rtcp.Packet, ssrc uint32) (string, error) {
 				continue
 			}
 			for _, it := range c.Items {
-				if it.Type != rtcp.SDESName {
+				if it.Type != typ {
 					continue
 				}
 				if err := ValidateStreamName(it.Text); err != nil {
-					return "", err
+					return "", false, err
 				}
-				return it.Text, nil
+				return it.Text, true, nil
 			}
 		}
 	}
-	return "", fmt.Errorf("%w %08x", ErrNoStreamName, ssrc)
+	return "", false, nil
 }
 
-// ValidateStreamName checks that name can name a stream: 1 to 64 bytes of
-// UTF-8 without control characters. Its error wraps ErrBadName.
+// ValidateStreamName checks that name can name a stream (or state its
+// mode): 1 to 64 bytes of UTF-8 without control characters. Its error wraps
+// ErrBadName.
 func ValidateStreamName(name string) error {
 	return validateText(name, MaxStreamNameLen)
 }

@@ -52,7 +52,7 @@ func TestMarshalPLIFIRFields(t *testing.T) {
 
 func mustSDES(t *testing.T, ssrc uint32, cname, name string) []byte {
 	t.Helper()
-	b, err := MarshalSDES(ssrc, cname, name)
+	b, err := MarshalSDES(ssrc, cname, name, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +77,45 @@ func TestSDESRoundTrip(t *testing.T) {
 	}
 }
 
+func TestSDESMode(t *testing.T) {
+	b, err := MarshalSDES(6, "sender@host", "cam", "expire=100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkts, err := ParseControl(slices.Concat(mustSDES(t, 5, "other@host", "other"), b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, err := StreamMode(pkts, 6); err != nil || mode != "expire=100ms" {
+		t.Errorf("StreamMode = %q, %v; want expire=100ms", mode, err)
+	}
+	if name, err := StreamName(pkts, 6); err != nil || name != "cam" {
+		t.Errorf("StreamName = %q, %v; want cam", name, err)
+	}
+	// Without a mode there is no NOTE item.
+	if _, err := StreamMode(pkts, 5); !errors.Is(err, ErrNoStreamMode) {
+		t.Errorf("no mode: err = %v, want ErrNoStreamMode", err)
+	}
+	for _, bad := range []string{"a\nb", strings.Repeat("m", MaxStreamNameLen+1), "a\xffb"} {
+		if _, err := MarshalSDES(1, "c", "ok", bad); !errors.Is(err, ErrBadName) {
+			t.Errorf("MarshalSDES with mode %q: err = %v, want ErrBadName", bad, err)
+		}
+		raw, err := rtcp.SourceDescription{Chunks: []rtcp.SourceDescriptionChunk{{
+			Source: 1, Items: []rtcp.SourceDescriptionItem{{Type: rtcp.SDESNote, Text: bad}},
+		}}}.Marshal()
+		if err != nil {
+			continue // pion cannot marshal it
+		}
+		pkts, err := ParseControl(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := StreamMode(pkts, 1); !errors.Is(err, ErrBadName) {
+			t.Errorf("StreamMode of %q: err = %v, want ErrBadName", bad, err)
+		}
+	}
+}
+
 func TestStreamNameValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name, cname, stream string
@@ -93,7 +132,7 @@ func TestStreamNameValidation(t *testing.T) {
 		{"CNAME too long", strings.Repeat("c", 256), "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := MarshalSDES(1, tc.cname, tc.stream); !errors.Is(err, ErrBadName) {
+			if _, err := MarshalSDES(1, tc.cname, tc.stream, ""); !errors.Is(err, ErrBadName) {
 				t.Errorf("MarshalSDES: err = %v, want ErrBadName", err)
 			}
 			if tc.cname != "c" {

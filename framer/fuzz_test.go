@@ -101,7 +101,7 @@ func FuzzParseControl(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	sdes, err := MarshalSDES(9, "c@h", "stream")
+	sdes, err := MarshalSDES(9, "c@h", "stream", "replenish=15ms")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -124,6 +124,11 @@ func FuzzParseControl(f *testing.F) {
 				t.Fatalf("StreamName returned invalid name %q", name)
 			}
 		}
+		if mode, err := StreamMode(pkts, 9); err == nil {
+			if ValidateStreamName(mode) != nil {
+				t.Fatalf("StreamMode returned invalid mode %q", mode)
+			}
+		}
 		for _, p := range pkts {
 			app, ok := p.(*rtcp.ApplicationDefined)
 			if !ok {
@@ -136,6 +141,41 @@ func FuzzParseControl(f *testing.F) {
 			if _, err := r.Marshal(app.SSRC); err != nil {
 				t.Fatalf("parsed report does not marshal: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzSDESRoundTrip checks that any name and mode MarshalSDES accepts come
+// back unchanged through ParseControl, StreamName and StreamMode, and that
+// it refuses exactly the texts ValidateStreamName refuses.
+func FuzzSDESRoundTrip(f *testing.F) {
+	f.Add("cam", "replenish=15ms")
+	f.Add("cam", "")
+	f.Add("Kamera Zürich", "expire=100ms")
+	f.Add("a\nb", "default")
+	f.Fuzz(func(t *testing.T, name, mode string) {
+		b, err := MarshalSDES(9, "c@h", name, mode)
+		valid := ValidateStreamName(name) == nil && (mode == "" || ValidateStreamName(mode) == nil)
+		if (err == nil) != valid {
+			t.Fatalf("MarshalSDES(%q, %q): err %v, but valid %v", name, mode, err, valid)
+		}
+		if err != nil {
+			return
+		}
+		pkts, err := ParseControl(b)
+		if err != nil {
+			t.Fatalf("own SDES does not parse: %v", err)
+		}
+		if got, err := StreamName(pkts, 9); err != nil || got != name {
+			t.Fatalf("StreamName = %q, %v; want %q", got, err, name)
+		}
+		got, err := StreamMode(pkts, 9)
+		if mode == "" {
+			if !errors.Is(err, ErrNoStreamMode) {
+				t.Fatalf("no mode sent, StreamMode = %q, %v", got, err)
+			}
+		} else if err != nil || got != mode {
+			t.Fatalf("StreamMode = %q, %v; want %q", got, err, mode)
 		}
 	})
 }
@@ -185,7 +225,7 @@ func FuzzParseSenderReport(f *testing.F) {
 func FuzzParseTimeProbe(f *testing.F) {
 	f.Add(TimeProbe{Origin: testEpoch}.Marshal())
 	f.Add(TimeProbe{Origin: testEpoch}.Answer(testEpoch, testEpoch.Add(time.Millisecond), 0).Marshal())
-	f.Add([]byte("RPLC"))
+	f.Add([]byte(TimeProbeMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseTimeProbe(b)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 // A time probe is one datagram of the clock side channel, 32 or 40 bytes,
 // all big-endian:
 //
-//	"RPLC", u8 version (1), u8 kind (1 request, 2 reply), u16 reserved (0),
+//	0x0E "RPL", u8 version (1), u8 kind (1 request, 2 reply), u16 reserved (0),
 //	i64 origin_us    sender's clock when it sent the request
 //	i64 receive_us   viewer's clock when the request arrived (replies)
 //	i64 transmit_us  viewer's clock when it sent the reply (replies)
@@ -18,12 +18,18 @@ import (
 //	                 writer (replies: the viewer's), present when not 0
 //
 // Times are µs since the Unix epoch; 0 stands for the zero Time.
+//
+// The first byte, 0x0E, has its two high bits clear, so that a probe can
+// share a UDP port with QUIC: QUIC sets the second bit of every packet's
+// first byte (RFC 9000 section 17, RFC 9443), and quic-go hands packets
+// without either high bit to Transport.ReadNonQUICPacket. The range 4 to 15
+// is used by none of the protocols RFC 9443 demultiplexes.
 const (
 	// TimeProbeSize is the size of a marshalled TimeProbe in bytes, without
 	// its optional clock identifier (which adds 8).
 	TimeProbeSize = 32
 	// TimeProbeMagic opens every time probe.
-	TimeProbeMagic = "RPLC"
+	TimeProbeMagic = "\x0eRPL"
 	// TimeProbeVersion is the probe layout this package writes and reads.
 	TimeProbeVersion = 1
 

@@ -40,7 +40,7 @@ func TestTimeProbeRoundTrip(t *testing.T) {
 func TestTimeProbeWireLayout(t *testing.T) {
 	p := TimeProbe{Reply: true, Origin: time.UnixMicro(1), Receive: time.UnixMicro(0x0102030405060708), Transmit: time.UnixMicro(-2)}
 	want := []byte{
-		'R', 'P', 'L', 'C', 1, 2, 0, 0,
+		0x0e, 'R', 'P', 'L', 1, 2, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 1,
 		1, 2, 3, 4, 5, 6, 7, 8,
 		0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE,
@@ -58,7 +58,7 @@ func TestTimeProbeWireLayout(t *testing.T) {
 	}
 	// A request leaves the viewer's times zero on the wire.
 	req := TimeProbe{Origin: time.UnixMicro(1)}.Marshal()
-	if want := append([]byte{'R', 'P', 'L', 'C', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 16)...); !slices.Equal(req, want) {
+	if want := append([]byte{0x0e, 'R', 'P', 'L', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 16)...); !slices.Equal(req, want) {
 		t.Errorf("request: got  % x\nwant % x", req, want)
 	}
 }
@@ -208,5 +208,15 @@ func TestOffsetOverWire(t *testing.T) {
 	}
 	if got, rtt, _ := e.Offset(); got != offset || rtt != 8*time.Millisecond {
 		t.Errorf("offset %v rtt %v, want %v and 8ms", got, rtt, offset)
+	}
+}
+
+// A probe shares its UDP port with QUIC: its first byte must not look like
+// a QUIC packet's (quic-go treats a byte with either high bit set as QUIC).
+func TestTimeProbeIsNotQUIC(t *testing.T) {
+	for _, p := range []TimeProbe{{Origin: testEpoch}, TimeProbe{Origin: testEpoch}.Answer(testEpoch, testEpoch, 7)} {
+		if b := p.Marshal(); b[0]&0xC0 != 0 {
+			t.Errorf("first byte %#02x has a high bit set: QUIC would take the probe", b[0])
+		}
 	}
 }

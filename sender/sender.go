@@ -34,9 +34,13 @@ type Transport interface {
 
 // Config configures a Sender. Zero values mean the stated defaults.
 type Config struct {
-	Source  *media.Source // required; the sender sets its size
-	Name    string        // stream name sent to the viewer; "" means "replenish"
-	MaxSize media.Size    // largest rung used; zero means the whole ladder
+	Source *media.Source // required; the sender sets its size
+	Name   string        // stream name sent to the viewer; "" means "replenish"
+	// Mode is the buffer policy as the viewer shows it beside the stream's
+	// name, such as "replenish=15ms" (sent in the SDES NOTE item, 1 to 64
+	// bytes of text); "" sends none.
+	Mode    string
+	MaxSize media.Size // largest rung used; zero means the whole ladder
 	// Start is the initial target; zero means 500 kb/s. Over a transport
 	// that reports no drain rate (no source buffer management), the target
 	// stays there unless frames are discarded waiting for the transport.
@@ -155,6 +159,14 @@ func New(cfg Config) (*Sender, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = "replenish"
+	}
+	if err := framer.ValidateStreamName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("sender: stream name: %w", err)
+	}
+	if cfg.Mode != "" {
+		if err := framer.ValidateStreamName(cfg.Mode); err != nil {
+			return nil, fmt.Errorf("sender: mode text: %w", err)
+		}
 	}
 	if cfg.Start == 0 {
 		cfg.Start = 500 * rate.Kbps
@@ -360,7 +372,7 @@ func (s *Sender) takeKeyframe(now time.Time) bool {
 func (s *Sender) controlLocked(now time.Time, inv transport.Invitation) [][]byte {
 	var pkts [][]byte
 	if s.lastSDES.IsZero() || now.Sub(s.lastSDES) >= sdesInterval {
-		if p, err := framer.MarshalSDES(s.ssrc, fmt.Sprintf("replenish-%08x", s.ssrc), s.cfg.Name); err == nil {
+		if p, err := framer.MarshalSDES(s.ssrc, fmt.Sprintf("replenish-%08x", s.ssrc), s.cfg.Name, s.cfg.Mode); err == nil {
 			pkts = append(pkts, p)
 			s.lastSDES = now
 		} else {

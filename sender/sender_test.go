@@ -3,6 +3,7 @@ package sender
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -185,7 +186,7 @@ func TestFreshestFrameAndKeyframes(t *testing.T) {
 
 func TestReportsNameAndTimings(t *testing.T) {
 	var got []FrameRecord
-	bubble(t, Config{Name: "cam-1", OnFrame: func(r FrameRecord) { got = append(got, r) }}, func(s *Sender, src *media.Source, f *fakeTransport) {
+	bubble(t, Config{Name: "cam-1", Mode: "replenish=15ms", OnFrame: func(r FrameRecord) { got = append(got, r) }}, func(s *Sender, src *media.Source, f *fakeTransport) {
 		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
 		synctest.Wait()
 		w := f.writes[0]
@@ -199,6 +200,9 @@ func TestReportsNameAndTimings(t *testing.T) {
 		frames, ctrl := f.frames(t)
 		if name, err := framer.StreamName(ctrl[0], s.SSRC()); err != nil || name != "cam-1" {
 			t.Errorf("first write: stream name %q, %v; want cam-1", name, err)
+		}
+		if mode, err := framer.StreamMode(ctrl[0], s.SSRC()); err != nil || mode != "replenish=15ms" {
+			t.Errorf("first write: mode %q, %v; want replenish=15ms", mode, err)
 		}
 		var rep *framer.SenderReport
 		for _, p := range ctrl[1] {
@@ -225,4 +229,20 @@ func TestReportsNameAndTimings(t *testing.T) {
 			t.Errorf("status source delay %v over %d frames, want 3ms over 1", st.SourceDelayP50, st.SourceDelayN)
 		}
 	})
+}
+
+// A name or mode text the viewer would refuse is an error at once, not a
+// stream that never gets its name.
+func TestNewRejectsBadText(t *testing.T) {
+	for _, tc := range []struct{ name, mode string }{
+		{"a\nb", ""},
+		{"ok", "replenish\x00"},
+		{"ok", strings.Repeat("m", 65)},
+	} {
+		_, err := New(Config{Source: media.NewSource(media.SourceConfig{}), NewEncoder: NewEncoderOf(fakecodec.NewEncoder),
+			Name: tc.name, Mode: tc.mode})
+		if !errors.Is(err, framer.ErrBadName) {
+			t.Errorf("New(name %q, mode %q): err = %v, want ErrBadName", tc.name, tc.mode, err)
+		}
+	}
 }

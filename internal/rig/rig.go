@@ -66,7 +66,7 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 		return nil, err
 	}
 	src := media.NewSource(media.SourceConfig{FPS: cfg.FPS, Name: cfg.Name})
-	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, MaxSize: cfg.MaxSize, FPS: cfg.FPS,
+	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, Mode: cfg.Mode.String(), MaxSize: cfg.MaxSize, FPS: cfg.FPS,
 		Logger: cfg.Logger.With("part", "sender"), NewEncoder: cfg.NewEncoder})
 	if err != nil {
 		return nil, err
