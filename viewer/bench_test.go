@@ -33,7 +33,7 @@ func BenchmarkOnFrame(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				f.Timestamp = uint32(i * 3000)
 				f.Key = i%60 == 0
-				s.onFrame(st, f, now.Add(time.Duration(i)*33*time.Millisecond))
+				s.onFrame(st, f, false, now.Add(time.Duration(i)*33*time.Millisecond))
 				for _, c := range clients {
 					c.mu.Lock()
 					c.nextFrameLocked()

@@ -348,6 +348,8 @@ type streamInfo struct {
 	ID        uint32 `json:"id"`
 	Name      string `json:"name"`
 	Remote    string `json:"remote"`
+	Transport string `json:"transport"` // "tcp" or "quic"
+	Mode      string `json:"mode"`      // the sender's, "" until it states it
 	Connected bool   `json:"connected"`
 	Width     int    `json:"width"`
 	Height    int    `json:"height"`
@@ -360,7 +362,7 @@ func (s *Server) streamList() []streamInfo {
 	for _, st := range s.streams {
 		st.mu.Lock()
 		out = append(out, streamInfo{
-			ID: st.id, Name: st.name, Remote: st.remote, Connected: st.conn != nil,
+			ID: st.id, Name: st.name, Remote: st.remote, Transport: st.transport, Mode: st.mode, Connected: st.conn != nil,
 			Width: st.width, Height: st.height,
 		})
 		st.mu.Unlock()

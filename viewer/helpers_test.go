@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/quicvarint"
 
 	"replenish/framer"
+	"replenish/internal/certs"
+	roq "replenish/transport/quic"
 )
 
 // waitLimit bounds every wait for a condition in these tests. It is a
@@ -152,12 +157,16 @@ func fakeVP8(key bool, w, h, size int) []byte {
 }
 
 // fakeSender is a sender built from framer: it packetizes frames, frames
-// them for TCP and counts the keyframe requests it receives.
+// them for its transport (TCP, or one QUIC media stream) and counts the
+// keyframe requests it receives.
 type fakeSender struct {
-	t    *testing.T
-	conn net.Conn
-	ssrc uint32
-	pk   *framer.Packetizer
+	t     *testing.T
+	conn  net.Conn   // TCP only
+	qc    *quic.Conn // QUIC only
+	media io.Writer  // where framed packets go
+	frame func(dst, pkt []byte) ([]byte, error)
+	ssrc  uint32
+	pk    *framer.Packetizer
 
 	wmu sync.Mutex // serializes writes
 
@@ -172,9 +181,10 @@ func dialSender(t *testing.T, addr, name string) *fakeSender {
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
-	fs := &fakeSender{t: t, conn: conn, ssrc: uint32(time.Now().UnixNano()), readErr: make(chan error, 1)}
-	fs.pk = framer.NewPacketizer(framer.PacketizerConfig{SSRC: fs.ssrc})
-	go fs.readFeedback()
+	fs := newFakeSender(t)
+	fs.conn, fs.media, fs.frame = conn, conn, framer.AppendFramed
+	r := framer.NewReader(conn)
+	go fs.readFeedback(r.ReadPacket)
 	t.Cleanup(func() { conn.Close() })
 	if name != "" {
 		fs.sendSDES(name)
@@ -182,10 +192,80 @@ func dialSender(t *testing.T, addr, name string) *fakeSender {
 	return fs
 }
 
-func (fs *fakeSender) readFeedback() {
-	r := framer.NewReader(fs.conn)
+func newFakeSender(t *testing.T) *fakeSender {
+	fs := &fakeSender{t: t, ssrc: uint32(time.Now().UnixNano()), readErr: make(chan error, 1)}
+	fs.pk = framer.NewPacketizer(framer.PacketizerConfig{SSRC: fs.ssrc})
+	return fs
+}
+
+// dialQUIC opens a RoQ connection to the viewer at addr, verifying it by
+// pin.
+func dialQUIC(t *testing.T, addr string, pin certs.Fingerprint) (*quic.Conn, error) {
+	t.Helper()
+	tc, err := certs.ClientTLS(pin, nil, "", roq.ALPN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	return quic.DialAddr(ctx, addr, tc, &quic.Config{MaxIdleTimeout: waitLimit})
+}
+
+// dialQUICSender is dialSender over QUIC: the media goes on one stream,
+// as the sender's replenish and default modes send it.
+func dialQUICSender(t *testing.T, ts *testServer, name string) *fakeSender {
+	t.Helper()
+	qc, err := dialQUIC(t, ts.media, ts.Fingerprint())
+	if err != nil {
+		t.Fatalf("dial %s: %v", ts.media, err)
+	}
+	t.Cleanup(func() { qc.CloseWithError(0, "") })
+	ms, err := qc.OpenUniStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.Write(quicvarint.Append(nil, roq.FlowID)); err != nil {
+		t.Fatal(err)
+	}
+	fs := newFakeSender(t)
+	fs.qc, fs.media = qc, ms
+	fs.frame = func(dst, pkt []byte) ([]byte, error) { return appendRoQPacket(dst, pkt), nil }
+	go fs.readFeedback(quicFeedback(qc))
+	if name != "" {
+		fs.sendSDES(name)
+	}
+	return fs
+}
+
+// quicFeedback returns a reader of the viewer's feedback: the packets of
+// the streams it opens.
+func quicFeedback(qc *quic.Conn) func() ([]byte, error) {
+	var r *bufio.Reader
+	return func() ([]byte, error) {
+		for {
+			if r == nil {
+				s, err := qc.AcceptUniStream(context.Background())
+				if err != nil {
+					return nil, err
+				}
+				r = bufio.NewReader(s)
+				if flow, err := readVarint(r); err != nil || flow != roq.FlowID {
+					return nil, fmt.Errorf("feedback stream: flow %d, %v", flow, err)
+				}
+			}
+			pkt, err := readRoQPacket(r)
+			if errors.Is(err, io.EOF) {
+				r = nil
+				continue
+			}
+			return pkt, err
+		}
+	}
+}
+
+func (fs *fakeSender) readFeedback(read func() ([]byte, error)) {
 	for {
-		pkt, err := r.ReadPacket()
+		pkt, err := read()
 		if err != nil {
 			fs.readErr <- err
 			close(fs.readErr)
@@ -226,27 +306,30 @@ func (fs *fakeSender) write(pkts ...[]byte) error {
 	var buf []byte
 	for _, p := range pkts {
 		var err error
-		if buf, err = framer.AppendFramed(buf, p); err != nil {
+		if buf, err = fs.frame(buf, p); err != nil {
 			return err
 		}
 	}
-	fs.wmu.Lock()
-	defer fs.wmu.Unlock()
-	_, err := fs.conn.Write(buf)
-	return err
+	return fs.writeRaw(buf)
 }
 
 // writeRaw writes bytes as they are.
 func (fs *fakeSender) writeRaw(b []byte) error {
 	fs.wmu.Lock()
 	defer fs.wmu.Unlock()
-	_, err := fs.conn.Write(b)
+	_, err := fs.media.Write(b)
 	return err
 }
 
 func (fs *fakeSender) sendSDES(name string) {
 	fs.t.Helper()
-	p, err := framer.MarshalSDES(fs.ssrc, "test@replenish", name)
+	fs.sendSDESMode(name, "")
+}
+
+// sendSDESMode sends the stream's name and the mode the sender states.
+func (fs *fakeSender) sendSDESMode(name, mode string) {
+	fs.t.Helper()
+	p, err := framer.MarshalSDES(fs.ssrc, "test@replenish", name, mode)
 	if err != nil {
 		fs.t.Fatalf("MarshalSDES: %v", err)
 	}

@@ -10,14 +10,39 @@ const (
 	RecordReceived RecordKind = iota + 1
 	// RecordDisplayed: a page reported a frame drawn.
 	RecordDisplayed
+	// RecordLost: frames of a stream did not arrive whole.
+	RecordLost
 )
+
+// LostReason says how the viewer knows frames were lost.
+type LostReason int
+
+const (
+	// LostReset: the sender reset the frame's QUIC stream before the
+	// frame was whole (the expire mode).
+	LostReset LostReason = iota + 1
+	// LostGap: RTP sequence numbers skipped (a frame never sent, or one
+	// the assembler discarded); counted as one frame.
+	LostGap
+)
+
+// String returns "reset" or "gap".
+func (r LostReason) String() string {
+	switch r {
+	case LostReset:
+		return "reset"
+	case LostGap:
+		return "gap"
+	}
+	return "unknown"
+}
 
 // Record is one per-frame event, for experiment records (cmd/viewer
 // -records). Times on the viewer's clock unless said otherwise.
 type Record struct {
 	Kind   RecordKind
 	Stream uint32
-	Frame  uint32 // the viewer's frame id within the stream
+	Frame  uint32 // the viewer's frame id within the stream; RecordLost has none
 
 	// RecordReceived.
 	Name         string
@@ -29,6 +54,13 @@ type Record struct {
 	Width        int // pixels; 0 until the first keyframe
 	Height       int
 	ClockOffset  time.Duration // viewer's clock minus the sender's, as last reported
+	// Undecodable: the frame depends on a lost frame, so it did not go
+	// to pages.
+	Undecodable bool
+
+	// RecordLost (with Stream, Name, and Received: when the loss was found).
+	Lost       int // frames
+	LostReason LostReason
 
 	// RecordDisplayed.
 	Client    uint32

@@ -25,22 +25,24 @@ var (
 	errShutdown       = errors.New("viewer: shutting down")
 )
 
-// senderConn is one TCP connection from a sender. Its reader goroutine
-// owns the framing and assembly state; its feedback goroutine writes RTCP.
+// senderConn is one connection from a sender, over either transport. Its
+// reader goroutine (readSender) owns the framing, assembly and decoding
+// state; its feedback goroutine (writeFeedback) writes RTCP.
 type senderConn struct {
-	conn    net.Conn
-	remote  string
-	pli     chan struct{} // capacity 1: a keyframe request is pending
-	done    chan struct{} // closed when the reader has stopped
-	ssrc    atomic.Uint32 // media SSRC of the last frame
-	hasSSRC atomic.Bool
-	cause   atomic.Pointer[error] // why another goroutine closed conn
+	link      senderLink
+	remote    string
+	transport string        // "tcp" or "quic"
+	pli       chan struct{} // capacity 1: a keyframe request is pending
+	done      chan struct{} // closed when the reader has stopped
+	ssrc      atomic.Uint32 // media SSRC of the last frame
+	hasSSRC   atomic.Bool
+	cause     atomic.Pointer[error] // why another goroutine closed the link
 }
 
 // closeWith closes the connection, recording why for the reader's log.
 func (sc *senderConn) closeWith(err error) {
 	sc.cause.CompareAndSwap(nil, &err)
-	sc.conn.Close()
+	sc.link.close(err)
 }
 
 // acceptSenders accepts sender connections until ctx is done or the
@@ -73,7 +75,7 @@ func (s *Server) acceptSenders(ctx context.Context, ln net.Listener) error {
 		}
 		go func() {
 			defer s.conns.Done()
-			s.serveSender(ctx, conn)
+			s.serveSender(ctx, newTCPLink(conn))
 		}()
 	}
 }
@@ -86,21 +88,19 @@ func isTemporary(err error) bool {
 }
 
 // serveSender runs one sender connection until it ends, and logs why.
-func (s *Server) serveSender(ctx context.Context, conn net.Conn) {
-	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetNoDelay(true) // feedback is small and urgent
-	}
+func (s *Server) serveSender(ctx context.Context, link senderLink) {
 	sc := &senderConn{
-		conn:   conn,
-		remote: conn.RemoteAddr().String(),
-		pli:    make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		link:      link,
+		remote:    link.remote(),
+		transport: link.transport(),
+		pli:       make(chan struct{}, 1),
+		done:      make(chan struct{}),
 	}
-	log := s.log.With("sender", sc.remote)
+	log := s.log.With("sender", sc.remote, "transport", sc.transport)
 	st, err := s.attachNew(sc)
 	if err != nil {
 		log.Warn("sender refused", "err", err)
-		conn.Close()
+		link.close(err)
 		return
 	}
 	log.Info("sender connected", "stream", st.id)
@@ -109,13 +109,13 @@ func (s *Server) serveSender(ctx context.Context, conn net.Conn) {
 
 	var feedback sync.WaitGroup
 	feedback.Go(func() { s.writeFeedback(sc) })
-	err = s.readSender(sc, st)
+	st, err = s.readSender(sc, st)
 	close(sc.done)
-	conn.Close()
-	feedback.Wait()
 	if c := sc.cause.Load(); c != nil {
 		err = *c
 	}
+	link.close(err)
+	feedback.Wait()
 	s.detach(sc, st)
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, errShutdown):
@@ -125,33 +125,31 @@ func (s *Server) serveSender(ctx context.Context, conn net.Conn) {
 	}
 }
 
-// readSender reads packets from sc until it fails, and returns why.
-func (s *Server) readSender(sc *senderConn, st *stream) error {
-	r := framer.NewReader(sc.conn)
+// readSender reads what sc's sender sends until the connection fails, and
+// returns the stream the connection ended on and why it ended.
+func (s *Server) readSender(sc *senderConn, st *stream) (*stream, error) {
 	asm := framer.NewAssembler(s.cfg.MaxFrameSize)
+	var ch chain
 	var dropped uint64
 	for {
-		if err := sc.conn.SetReadDeadline(time.Now().Add(s.cfg.StallTimeout)); err != nil {
-			return err
-		}
-		pkt, err := r.ReadPacket()
+		in, err := sc.link.next(time.Now().Add(s.cfg.StallTimeout))
 		now := s.now()
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return fmt.Errorf("%w: nothing for %v", errStalled, s.cfg.StallTimeout)
-			}
-			if errors.Is(err, framer.ErrEmptyPacket) {
-				return fmt.Errorf("framing: %w", err)
-			}
-			return err
-		}
-		if framer.IsRTCP(pkt) {
-			if st, err = s.onControl(sc, st, pkt, now); err != nil {
-				return err
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return st, fmt.Errorf("%w: nothing for %v", errStalled, s.cfg.StallTimeout)
+		case err != nil:
+			return st, err
+		case in.lost:
+			ch.lostFrame()
+			s.onLost(st, 1, LostReset, now)
+			continue
+		case framer.IsRTCP(in.pkt):
+			if st, err = s.onControl(sc, st, in.pkt, now); err != nil {
+				return st, err
 			}
 			continue
 		}
-		f, err := asm.Push(pkt)
+		f, err := asm.Push(in.pkt)
 		if d := asm.Stats().Dropped; d != dropped {
 			st.mu.Lock()
 			st.droppedPartial += d - dropped
@@ -159,12 +157,16 @@ func (s *Server) readSender(sc *senderConn, st *stream) error {
 			dropped = d
 		}
 		if err != nil {
-			return fmt.Errorf("RTP: %w", err)
+			return st, fmt.Errorf("RTP: %w", err)
 		}
 		if f != nil {
 			sc.ssrc.Store(f.SSRC)
 			sc.hasSSRC.Store(true)
-			s.onFrame(st, f, now)
+			v := ch.frame(f)
+			if v.lost > 0 {
+				s.onLost(st, v.lost, LostGap, now)
+			}
+			s.onFrame(st, f, v.undecodable, now)
 		}
 	}
 }
@@ -189,6 +191,7 @@ func (s *Server) onControl(sc *senderConn, st *stream, pkt []byte, now time.Time
 					return st, err
 				}
 				st = s.nameStream(sc, st, name, now)
+				s.setMode(sc, st, pkts, c.Source)
 				break
 			}
 		case *rtcp.ApplicationDefined:
@@ -210,7 +213,6 @@ func (s *Server) onControl(sc *senderConn, st *stream, pkt []byte, now time.Time
 // writeFeedback sends keyframe requests to the sender until sc's reader
 // stops. A write that fails or times out closes the connection.
 func (s *Server) writeFeedback(sc *senderConn) {
-	var buf []byte
 	for {
 		select {
 		case <-sc.done:
@@ -220,12 +222,29 @@ func (s *Server) writeFeedback(sc *senderConn) {
 		if !sc.hasSSRC.Load() {
 			continue
 		}
-		buf, _ = framer.AppendFramed(buf[:0], framer.MarshalPLI(s.ssrc, sc.ssrc.Load()))
-		sc.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		if _, err := sc.conn.Write(buf); err != nil {
+		pli := framer.MarshalPLI(s.ssrc, sc.ssrc.Load())
+		if err := sc.link.writeControl(pli, time.Now().Add(s.cfg.WriteTimeout)); err != nil {
 			sc.closeWith(fmt.Errorf("writing keyframe request: %w", err))
 			return
 		}
+	}
+}
+
+// setMode records the sender's mode from its SDES (the NOTE item for
+// ssrc), if it has one and sc still owns st.
+func (s *Server) setMode(sc *senderConn, st *stream, pkts []rtcp.Packet, ssrc uint32) {
+	mode, err := framer.StreamMode(pkts, ssrc)
+	if err != nil {
+		return // none, or not text to show
+	}
+	st.mu.Lock()
+	changed := st.conn == sc && st.mode != mode
+	if changed {
+		st.mode = mode
+	}
+	st.mu.Unlock()
+	if changed {
+		s.streamsChanged()
 	}
 }
 
@@ -252,6 +271,7 @@ func (s *Server) attachNew(sc *senderConn) (*stream, error) {
 	s.nextStreamID++
 	st := newStream(s.nextStreamID, sc.remote, sc.remote, &s.cfg)
 	st.conn = sc
+	st.transport = sc.transport
 	s.streams = append(s.streams, st)
 	s.mu.Unlock()
 	if evicted != nil {
@@ -299,6 +319,7 @@ func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.T
 		replaced = other.conn
 		other.conn = sc
 		other.remote = sc.remote
+		other.transport, other.mode = sc.transport, ""
 		other.firstFrame = time.Time{}
 		other.mu.Unlock()
 		cur.mu.Lock()
@@ -355,10 +376,15 @@ func (s *Server) streamByID(id uint32) *stream {
 	return nil
 }
 
-// onFrame records a complete frame and offers it to every page.
-func (s *Server) onFrame(st *stream, f *framer.Frame, now time.Time) {
+// onFrame records a complete frame and offers it to every page, unless it
+// cannot be decoded (it depends on a lost frame): then it asks the sender
+// for a keyframe instead.
+func (s *Server) onFrame(st *stream, f *framer.Frame, undecodable bool, now time.Time) {
 	st.mu.Lock()
 	h := st.frameLocked(f, now)
+	if undecodable {
+		st.framesUndecodable++
+	}
 	name := st.name
 	st.mu.Unlock()
 	if rec := s.cfg.OnRecord; rec != nil {
@@ -366,7 +392,12 @@ func (s *Server) onFrame(st *stream, f *framer.Frame, now time.Time) {
 			Kind: RecordReceived, Stream: h.Stream, Frame: h.Frame, Name: name,
 			RTPTimestamp: h.RTPTimestamp, Capture: h.Capture, Received: h.Received,
 			Bytes: len(f.Data), Key: h.Key, Width: h.Width, Height: h.Height, ClockOffset: h.ClockOffset,
+			Undecodable: undecodable,
 		})
+	}
+	if undecodable {
+		s.requestKeyframe(st, now, "frame depends on a lost one")
+		return
 	}
 	msg := make([]byte, 0, FrameHeaderSize+len(f.Data))
 	msg = append(h.Append(msg), f.Data...)
@@ -376,6 +407,20 @@ func (s *Server) onFrame(st *stream, f *framer.Frame, now time.Time) {
 			s.requestKeyframe(st, now, "page queue")
 		}
 	}
+}
+
+// onLost records n frames of st that did not arrive whole, found at now
+// for the reason given, and asks the sender for a keyframe.
+func (s *Server) onLost(st *stream, n int, why LostReason, now time.Time) {
+	st.mu.Lock()
+	st.framesLost += uint64(n)
+	st.framesUndecodable += uint64(n)
+	id, name := st.id, st.name
+	st.mu.Unlock()
+	if rec := s.cfg.OnRecord; rec != nil {
+		rec(Record{Kind: RecordLost, Stream: id, Name: name, Received: now, Lost: n, LostReason: why})
+	}
+	s.requestKeyframe(st, now, "frame lost")
 }
 
 // requestKeyframe asks st's sender for a keyframe, at most once per

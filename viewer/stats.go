@@ -17,9 +17,15 @@ import (
 //
 //	{
 //	  "now_ms": viewer clock, ms since the Unix epoch,
+//	  "tls_fingerprint": "sha256:<64 hex digits>", the viewer's QUIC
+//	                                  certificate, for senders to pin
 //	  "streams": [{                   one per sender stream, by id
 //	    "id", "name", "remote",       name from the sender's SDES (until then
 //	                                  its address); remote = its address
+//	    "transport": "tcp" or "quic", of the current (or last) connection
+//	    "mode",                       the sender's buffer policy as it states
+//	                                  it (SDES NOTE), such as "replenish=15ms";
+//	                                  "" until it does
 //	    "connected": bool,
 //	    "frames_received", "bytes",   totals over the stream's life
 //	    "bitrate_bps", "fps",         over the last RateWindow (2 s)
@@ -29,6 +35,13 @@ import (
 //	    "clock_offset_ms",            viewer clock minus sender clock, as the
 //	                                  sender reports it; null before a report
 //	    "dropped_partial_frames",     incomplete frames the assembler discarded
+//	    "frames_lost",                frames that never arrived whole: QUIC
+//	                                  streams the sender reset (expire mode),
+//	                                  gaps in RTP sequence numbers (one each)
+//	    "frames_undecodable",         frames_lost, and the frames that arrived
+//	                                  after a loss and depend on a lost frame
+//	                                  (delta frames until the next keyframe),
+//	                                  which are not sent to pages (totals)
 //	    "capture_to_received_ms": {"p50","p95","p99","n"},  received complete
 //	                                  minus the RTP capture time (abs-capture-
 //	                                  time, offset-corrected): the latency
@@ -64,9 +77,10 @@ import (
 // frames_dropped counts frames the viewer did not send to the page because
 // its queue overflowed (and the deltas skipped until the next keyframe).
 type Stats struct {
-	NowMS   int64         `json:"now_ms"`
-	Streams []StreamStats `json:"streams"`
-	Clients []ClientStats `json:"clients"`
+	NowMS          int64         `json:"now_ms"`
+	TLSFingerprint string        `json:"tls_fingerprint"`
+	Streams        []StreamStats `json:"streams"`
+	Clients        []ClientStats `json:"clients"`
 }
 
 // StreamStats describes one sender stream; see Stats.
@@ -74,6 +88,8 @@ type StreamStats struct {
 	ID                   uint32       `json:"id"`
 	Name                 string       `json:"name"`
 	Remote               string       `json:"remote"`
+	Transport            string       `json:"transport"`
+	Mode                 string       `json:"mode"`
 	Connected            bool         `json:"connected"`
 	FramesReceived       uint64       `json:"frames_received"`
 	Bytes                uint64       `json:"bytes"`
@@ -85,6 +101,8 @@ type StreamStats struct {
 	KeyframeRequests     uint64       `json:"keyframe_requests"`
 	ClockOffsetMS        Float        `json:"clock_offset_ms"`
 	DroppedPartialFrames uint64       `json:"dropped_partial_frames"`
+	FramesLost           uint64       `json:"frames_lost"`
+	FramesUndecodable    uint64       `json:"frames_undecodable"`
 	CaptureToReceived    Latency      `json:"capture_to_received_ms"`
 	Sender               SenderStats  `json:"sender"`
 	Parts                Parts        `json:"parts_ms"`
@@ -199,7 +217,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Unlock()
 	slices.SortFunc(clients, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
 
-	out := Stats{NowMS: now.UnixMilli(), Streams: make([]StreamStats, 0, len(streams)), Clients: make([]ClientStats, 0, len(clients))}
+	out := Stats{NowMS: now.UnixMilli(), TLSFingerprint: s.fp.String(), Streams: make([]StreamStats, 0, len(streams)), Clients: make([]ClientStats, 0, len(clients))}
 	for _, st := range streams {
 		out.Streams = append(out.Streams, st.stats(now))
 	}
@@ -218,6 +236,8 @@ func (st *stream) stats(now time.Time) StreamStats {
 		ID:                   st.id,
 		Name:                 st.name,
 		Remote:               st.remote,
+		Transport:            st.transport,
+		Mode:                 st.mode,
 		Connected:            st.conn != nil,
 		FramesReceived:       st.framesReceived,
 		Bytes:                st.bytes,
@@ -229,6 +249,8 @@ func (st *stream) stats(now time.Time) StreamStats {
 		KeyframeRequests:     st.keyframeRequests,
 		ClockOffsetMS:        Float(math.NaN()),
 		DroppedPartialFrames: st.droppedPartial,
+		FramesLost:           st.framesLost,
+		FramesUndecodable:    st.framesUndecodable,
 		CaptureToReceived:    latencyOf(st.captureToReceived.Values(now)),
 		Parts: Parts{
 			Wait:        quantilesOf(st.wait.Values(now)),

@@ -22,6 +22,8 @@ type stream struct {
 	name             string
 	named            bool // name came from the sender's SDES
 	remote           string
+	transport        string      // of the current or last connection: "tcp" or "quic"
+	mode             string      // the sender's buffer policy, from its SDES; "" unknown
 	conn             *senderConn // nil while disconnected
 	ssrc             uint32
 	haveSSRC         bool
@@ -31,12 +33,17 @@ type stream struct {
 	keyframes        uint64
 	keyframeRequests uint64
 	droppedPartial   uint64
-	width, height    int
-	firstFrame       time.Time // of the current connection
-	disconnectedAt   time.Time
-	keyLimiter       keyframeLimiter
-	meter            *metrics.Window // bytes per frame, over RateWindow
-	rateWindow       time.Duration
+	// framesLost counts frames that never arrived whole (a reset stream,
+	// a gap in sequence numbers); framesUndecodable those and the frames
+	// that arrived after a loss and depend on a lost frame.
+	framesLost        uint64
+	framesUndecodable uint64
+	width, height     int
+	firstFrame        time.Time // of the current connection
+	disconnectedAt    time.Time
+	keyLimiter        keyframeLimiter
+	meter             *metrics.Window // bytes per frame, over RateWindow
+	rateWindow        time.Duration
 
 	haveReport  bool // a sender timing report has arrived
 	clockOffset time.Duration

@@ -1,8 +1,17 @@
-// Package viewer is the receiving side of replenish. It accepts senders over
-// TCP (RTP with VP8 payload and RTCP, framed as RFC 4571), answers their
-// clock probes over UDP on the same address, forwards each stream's frames
-// to browser pages over WebSocket, serves the page, and keeps the latency
-// numbers that senders and pages report, which GET /api/stats returns.
+// Package viewer is the receiving side of replenish. It accepts senders
+// over TCP (RTP with VP8 payload and RTCP, framed as RFC 4571) and over
+// QUIC (RTP over QUIC, draft-ietf-avtcore-rtp-over-quic, with a TLS
+// certificate senders verify by its fingerprint) on the same port number,
+// answers their clock probes over UDP on the QUIC socket, forwards each
+// stream's frames to browser pages over WebSocket, serves the page, and
+// keeps the latency numbers that senders and pages report, which GET
+// /api/stats returns.
+//
+// Both transports feed one per-connection loop: packets in, keyframe
+// requests out. A sender in the expire mode sends each frame on a QUIC
+// stream of its own and resets the streams of frames that expire; the
+// viewer counts those frames, and the delta frames that depend on them, as
+// undecodable, keeps them from pages, and asks for a keyframe.
 //
 // A slow page never gets stale frames queued behind fresh ones: each
 // (page, stream) pair has a small bounded queue; when it overflows the
@@ -12,6 +21,7 @@ package viewer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,8 +35,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/quic-go/quic-go"
 
 	"replenish/framer"
+	"replenish/internal/certs"
+	roq "replenish/transport/quic"
 	"replenish/web"
 )
 
@@ -44,6 +57,8 @@ const (
 	DefaultJoinCap          = 512
 	DefaultRateWindow       = 2 * time.Second
 	DefaultWriteTimeout     = 10 * time.Second
+	// SelfSignedValidity is how long the certificate New makes is valid.
+	SelfSignedValidity = 365 * 24 * time.Hour
 )
 
 // Errors returned by New and Run.
@@ -60,10 +75,17 @@ var (
 // Config configures a Server. The zero value of each field selects its
 // default.
 type Config struct {
-	// Listen is the TCP address senders connect to; clock probes are
-	// answered over UDP on the same address and port. "" means
-	// 127.0.0.1:7000; a port of 0 picks a free one (see Server.Addrs).
+	// Listen is the address senders connect to, over TCP and over QUIC
+	// (UDP, the same port number); clock probes are answered on the UDP
+	// socket. "" means 127.0.0.1:7000; a port of 0 picks a free one (see
+	// Server.Addrs).
 	Listen string
+	// Certificate is the viewer's TLS identity for QUIC (its chain, leaf
+	// first, and key). nil means a self-signed certificate New makes for
+	// the Listen host, 127.0.0.1, ::1 and localhost, valid for
+	// SelfSignedValidity. Senders verify it by its fingerprint
+	// (Server.Fingerprint) or by a certificate authority.
+	Certificate *tls.Certificate
 	// HTTP is the address of the page, the WebSocket (/ws) and the API
 	// (/api/stats, /api/time). "" means 127.0.0.1:8080.
 	HTTP string
@@ -131,6 +153,9 @@ type Server struct {
 	ready    chan struct{} // closed by Run once it listens
 	seq      atomic.Uint64 // orders frames across streams
 
+	cert tls.Certificate   // the QUIC identity; read-only
+	fp   certs.Fingerprint // of cert's leaf; read-only
+
 	// Set before ready is closed, read-only after.
 	mediaAddr, httpAddr net.Addr
 
@@ -143,43 +168,41 @@ type Server struct {
 	conns        sync.WaitGroup // sender connections and pages; Add under mu while !closing
 }
 
-// New checks cfg and returns a Server. It starts nothing; Run does. It
-// returns an error wrapping ErrConfig (and ErrTokenRequired where it
-// applies) for a bad configuration.
-func New(cfg Config) (*Server, error) {
-	if cfg.Listen == "" {
-		cfg.Listen = DefaultListen
+// withDefaults checks c and fills in the defaults of its zero fields.
+func (c *Config) withDefaults() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
 	}
-	if cfg.HTTP == "" {
-		cfg.HTTP = DefaultHTTP
+	if c.HTTP == "" {
+		c.HTTP = DefaultHTTP
 	}
 	for _, a := range []struct {
 		name, addr string
-	}{{"listen", cfg.Listen}, {"HTTP", cfg.HTTP}} {
+	}{{"listen", c.Listen}, {"HTTP", c.HTTP}} {
 		if _, port, err := net.SplitHostPort(a.addr); err != nil {
-			return nil, fmt.Errorf("%w: %s address %q: %w", ErrConfig, a.name, a.addr, err)
+			return fmt.Errorf("%w: %s address %q: %w", ErrConfig, a.name, a.addr, err)
 		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-			return nil, fmt.Errorf("%w: %s address %q: bad port", ErrConfig, a.name, a.addr)
+			return fmt.Errorf("%w: %s address %q: bad port", ErrConfig, a.name, a.addr)
 		}
 	}
-	host, _, _ := net.SplitHostPort(cfg.HTTP)
-	if cfg.Token == "" && !isLoopbackHost(host) {
-		return nil, fmt.Errorf("%w: %w (%q); set a token or use 127.0.0.1", ErrConfig, ErrTokenRequired, cfg.HTTP)
+	host, _, _ := net.SplitHostPort(c.HTTP)
+	if c.Token == "" && !isLoopbackHost(host) {
+		return fmt.Errorf("%w: %w (%q); set a token or use 127.0.0.1", ErrConfig, ErrTokenRequired, c.HTTP)
 	}
 	for _, d := range []struct {
 		name string
 		v    *int
 		def  int
 	}{
-		{"MaxStreams", &cfg.MaxStreams, DefaultMaxStreams},
-		{"MaxClients", &cfg.MaxClients, DefaultMaxClients},
-		{"ClientQueue", &cfg.ClientQueue, DefaultClientQueue},
-		{"MaxFrameSize", &cfg.MaxFrameSize, framer.DefaultMaxFrameSize},
-		{"ReportCap", &cfg.ReportCap, DefaultReportCap},
-		{"JoinCap", &cfg.JoinCap, DefaultJoinCap},
+		{"MaxStreams", &c.MaxStreams, DefaultMaxStreams},
+		{"MaxClients", &c.MaxClients, DefaultMaxClients},
+		{"ClientQueue", &c.ClientQueue, DefaultClientQueue},
+		{"MaxFrameSize", &c.MaxFrameSize, framer.DefaultMaxFrameSize},
+		{"ReportCap", &c.ReportCap, DefaultReportCap},
+		{"JoinCap", &c.JoinCap, DefaultJoinCap},
 	} {
 		if *d.v < 0 {
-			return nil, fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
+			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -190,24 +213,40 @@ func New(cfg Config) (*Server, error) {
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"StallTimeout", &cfg.StallTimeout, DefaultStallTimeout},
-		{"KeyframeInterval", &cfg.KeyframeInterval, DefaultKeyframeInterval},
-		{"ReportWindow", &cfg.ReportWindow, DefaultReportWindow},
-		{"RateWindow", &cfg.RateWindow, DefaultRateWindow},
-		{"WriteTimeout", &cfg.WriteTimeout, DefaultWriteTimeout},
+		{"StallTimeout", &c.StallTimeout, DefaultStallTimeout},
+		{"KeyframeInterval", &c.KeyframeInterval, DefaultKeyframeInterval},
+		{"ReportWindow", &c.ReportWindow, DefaultReportWindow},
+		{"RateWindow", &c.RateWindow, DefaultRateWindow},
+		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 	} {
 		if *d.v < 0 {
-			return nil, fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
+			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
+	return nil
+}
+
+// New checks cfg and returns a Server. It starts nothing; Run does. It
+// returns an error wrapping ErrConfig (and ErrTokenRequired where it
+// applies) for a bad configuration.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cert, fp, err := identity(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
+		cert:    cert,
+		fp:      fp,
 		cfg:     cfg,
 		log:     log,
 		page:    web.FS(),
@@ -241,6 +280,86 @@ func (s *Server) Addrs() (media, http net.Addr) {
 	}
 }
 
+// Fingerprint returns the SHA-256 fingerprint of the viewer's QUIC
+// certificate, which senders pin.
+func (s *Server) Fingerprint() certs.Fingerprint { return s.fp }
+
+// identity returns the configured certificate, or a new self-signed one,
+// and its leaf's fingerprint.
+func identity(cfg Config) (tls.Certificate, certs.Fingerprint, error) {
+	if c := cfg.Certificate; c != nil {
+		if len(c.Certificate) == 0 || c.PrivateKey == nil {
+			return tls.Certificate{}, certs.Fingerprint{}, fmt.Errorf("%w: Certificate without a certificate or a key", ErrConfig)
+		}
+		return *c, certs.FingerprintOf(c.Certificate[0]), nil
+	}
+	hosts := []string{"127.0.0.1", "::1", "localhost"}
+	if host, _, _ := net.SplitHostPort(cfg.Listen); host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, host)
+		}
+	}
+	cert, fp, err := certs.SelfSigned(hosts, SelfSignedValidity)
+	if err != nil {
+		return tls.Certificate{}, certs.Fingerprint{}, fmt.Errorf("viewer: %w", err)
+	}
+	return cert, fp, nil
+}
+
+// listeners are what Run listens on.
+type listeners struct {
+	tcp  net.Listener   // senders over TCP
+	udp  net.PacketConn // the QUIC socket, also answering clock probes
+	tr   *quic.Transport
+	quic *quic.Listener // senders over QUIC
+	http net.Listener
+}
+
+// listen opens every listener, or none.
+func (s *Server) listen(ctx context.Context) (*listeners, error) {
+	var lc net.ListenConfig
+	l := &listeners{}
+	var err error
+	if l.tcp, err = lc.Listen(ctx, "tcp", s.cfg.Listen); err != nil {
+		return nil, fmt.Errorf("viewer: media listener: %w", err)
+	}
+	if l.udp, err = lc.ListenPacket(ctx, "udp", l.tcp.Addr().String()); err != nil {
+		l.close()
+		return nil, fmt.Errorf("viewer: QUIC and clock probe socket: %w", err)
+	}
+	l.tr = &quic.Transport{Conn: l.udp}
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{s.cert}, NextProtos: []string{roq.ALPN}, MinVersion: tls.VersionTLS13}
+	if l.quic, err = l.tr.Listen(tlsConf, quicConfig()); err != nil {
+		l.close()
+		return nil, fmt.Errorf("viewer: QUIC listener: %w", err)
+	}
+	if l.http, err = lc.Listen(ctx, "tcp", s.cfg.HTTP); err != nil {
+		l.close()
+		return nil, fmt.Errorf("viewer: HTTP listener: %w", err)
+	}
+	return l, nil
+}
+
+// close closes what l holds: the QUIC transport only once every QUIC
+// connection has been closed (it would drop them without a word).
+func (l *listeners) close() {
+	if l.tcp != nil {
+		l.tcp.Close()
+	}
+	if l.quic != nil {
+		l.quic.Close()
+	}
+	if l.http != nil {
+		l.http.Close()
+	}
+	if l.tr != nil {
+		l.tr.Close()
+	}
+	if l.udp != nil {
+		l.udp.Close()
+	}
+}
+
 // Run listens on the configured addresses and serves senders and pages
 // until ctx is done. It returns nil after a shutdown caused by ctx, once
 // every connection is closed and every goroutine it started has exited. It
@@ -250,25 +369,15 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
-	var lc net.ListenConfig
-	tcpLn, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
+	l, err := s.listen(ctx)
 	if err != nil {
-		return fmt.Errorf("viewer: media listener: %w", err)
+		return err
 	}
-	udp, err := lc.ListenPacket(ctx, "udp", tcpLn.Addr().String())
-	if err != nil {
-		tcpLn.Close()
-		return fmt.Errorf("viewer: clock probe listener: %w", err)
-	}
-	httpLn, err := lc.Listen(ctx, "tcp", s.cfg.HTTP)
-	if err != nil {
-		tcpLn.Close()
-		udp.Close()
-		return fmt.Errorf("viewer: HTTP listener: %w", err)
-	}
-	s.mediaAddr, s.httpAddr = tcpLn.Addr(), httpLn.Addr()
+	defer l.close()
+	s.mediaAddr, s.httpAddr = l.tcp.Addr(), l.http.Addr()
 	close(s.ready)
-	s.log.Info("listening", "media", s.mediaAddr.String(), "http", s.httpAddr.String())
+	s.log.Info("listening", "media", s.mediaAddr.String(), "transports", "tcp, quic (udp)", "http", s.httpAddr.String())
+	s.log.Info("tls fingerprint", "fingerprint", s.fp.String())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -279,21 +388,37 @@ func (s *Server) Run(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-
 	var loops sync.WaitGroup
-	loops.Go(func() {
-		if err := s.acceptSenders(ctx, tcpLn); err != nil {
-			cancel(err)
-		}
-	})
-	loops.Go(func() { s.serveProbes(ctx, udp) })
-	loops.Go(func() {
-		if err := srv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			cancel(fmt.Errorf("viewer: HTTP: %w", err))
-		}
-	})
-
+	for _, loop := range []func() error{
+		func() error { return s.acceptSenders(ctx, l.tcp) },
+		func() error { return s.acceptQUIC(ctx, l.quic) },
+		func() error { s.serveProbes(ctx, l.tr); return nil },
+		func() error {
+			if err := srv.Serve(l.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("viewer: HTTP: %w", err)
+			}
+			return nil
+		},
+	} {
+		loops.Go(func() {
+			if err := loop(); err != nil {
+				cancel(err)
+			}
+		})
+	}
 	<-ctx.Done()
+	s.shutdown(l, srv)
+	loops.Wait()
+	s.conns.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// shutdown stops accepting, closes the pages' connections and the HTTP
+// server; sender connections close themselves on Run's context.
+func (s *Server) shutdown(l *listeners, srv *http.Server) {
 	s.mu.Lock()
 	s.closing = true
 	clients := make([]*client, 0, len(s.clients))
@@ -301,20 +426,12 @@ func (s *Server) Run(ctx context.Context) error {
 		clients = append(clients, c)
 	}
 	s.mu.Unlock()
-
-	tcpLn.Close()
-	udp.Close()
+	l.tcp.Close()
+	l.quic.Close()
 	srv.Close() // closes the HTTP listener and connections not hijacked
 	for _, c := range clients {
 		c.closeWith(errShutdown)
 	}
-	loops.Wait()
-	s.conns.Wait()
-
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
 }
 
 // track registers one connection's goroutine with Run; it returns false

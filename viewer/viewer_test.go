@@ -2,6 +2,8 @@ package viewer
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -15,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"replenish/framer"
+	"replenish/internal/certs"
 )
 
 func TestNewConfig(t *testing.T) {
@@ -42,6 +45,45 @@ func TestNewConfig(t *testing.T) {
 				t.Fatalf("New: %v, want %v", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// The viewer's QUIC identity: a self-signed certificate unless one is
+// given, named by the fingerprint it reports.
+func TestCertificate(t *testing.T) {
+	own, fp, err := certs.SelfSigned([]string{"viewer.example"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Certificate: &own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Fingerprint() != fp || s.Stats().TLSFingerprint != fp.String() {
+		t.Errorf("fingerprint %v (stats %q), want the given certificate's %v", s.Fingerprint(), s.Stats().TLSFingerprint, fp)
+	}
+	a, err := New(Config{Listen: "192.0.2.7:7000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Fingerprint().IsZero() || a.Fingerprint() == b.Fingerprint() {
+		t.Errorf("self-signed fingerprints %v and %v: want two distinct ones", a.Fingerprint(), b.Fingerprint())
+	}
+	leaf, err := x509.ParseCertificate(a.cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"192.0.2.7", "127.0.0.1", "localhost"} {
+		if err := leaf.VerifyHostname(host); err != nil {
+			t.Errorf("the self-signed certificate does not name %s: %v", host, err)
+		}
+	}
+	if _, err := New(Config{Certificate: &tls.Certificate{}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("an empty certificate: %v, want ErrConfig", err)
 	}
 }
 
@@ -210,6 +252,9 @@ func TestReconnectKeepsStream(t *testing.T) {
 	if st := ts.stats(t); len(st.Streams) != 1 || !st.Streams[0].Connected {
 		t.Fatalf("streams %+v, want one connected stream", st.Streams)
 	}
+	// The stream a connection joined by its name is the one it leaves.
+	third.conn.Close()
+	eventually(t, "disconnect after the takeover", func() bool { s, _ := ts.stats(t).stream("cam"); return !s.Connected })
 }
 
 func TestUnnamedSenderGetsAddressName(t *testing.T) {
@@ -612,10 +657,16 @@ func TestStatsJSONFields(t *testing.T) {
 	if _, ok := doc["now_ms"].(float64); !ok {
 		t.Errorf("now_ms missing: %v", doc)
 	}
+	if fp, _ := doc["tls_fingerprint"].(string); fp != ts.Fingerprint().String() {
+		t.Errorf("tls_fingerprint %q, want %q", fp, ts.Fingerprint())
+	}
 	stream := doc["streams"].([]any)[0].(map[string]any)
-	hasKeys(t, "stream", stream, "id", "name", "remote", "connected", "frames_received", "bitrate_bps", "fps",
-		"width", "height", "keyframes", "keyframe_requests", "clock_offset_ms", "dropped_partial_frames", "sender", "parts_ms",
-		"capture_to_received_ms")
+	hasKeys(t, "stream", stream, "id", "name", "remote", "transport", "mode", "connected", "frames_received", "bitrate_bps", "fps",
+		"width", "height", "keyframes", "keyframe_requests", "clock_offset_ms", "dropped_partial_frames", "frames_lost",
+		"frames_undecodable", "sender", "parts_ms", "capture_to_received_ms")
+	if stream["transport"] != "tcp" || stream["mode"] != "" {
+		t.Errorf("transport %v, mode %v; want tcp and none stated", stream["transport"], stream["mode"])
+	}
 	hasKeys(t, "sender", stream["sender"].(map[string]any), "drain_rate_bps", "target_bps")
 	parts := stream["parts_ms"].(map[string]any)
 	for _, k := range []string{"wait", "encode", "source_delay", "network"} {

@@ -152,6 +152,8 @@
       this.info = info;
       this.counters = {
         name: info.name,
+        transport: '',
+        mode: '',
         framesReceived: 0,
         framesDecoded: 0,
         framesDisplayed: 0,
@@ -181,9 +183,15 @@
     build() {
       const p = (this.panel = el('section', 'panel'));
       const head = el('header');
+      const title = el('span', 'title');
       this.nameEl = el('span', 'name');
+      // The transport the viewer received the stream over, and the
+      // sender's buffer policy as it states it.
+      this.transportEl = el('span', 'tag transport');
+      this.modeEl = el('span', 'tag mode');
+      title.append(this.nameEl, this.transportEl, this.modeEl);
       this.stateEl = el('span', 'state');
-      head.append(this.nameEl, this.stateEl);
+      head.append(title, this.stateEl);
       this.canvas = el('canvas', 'video');
       this.canvas.width = 320;
       this.canvas.height = 180;
@@ -230,7 +238,13 @@
     update(info) {
       this.info = info;
       this.counters.name = info.name;
+      this.counters.transport = info.transport || '';
+      this.counters.mode = info.mode || '';
       setText(this.nameEl, info.name + ' #' + info.id);
+      setText(this.transportEl, this.counters.transport);
+      setText(this.modeEl, this.counters.mode);
+      this.transportEl.hidden = !this.counters.transport;
+      this.modeEl.hidden = !this.counters.mode;
     }
 
     remove() {

@@ -1,0 +1,88 @@
+package viewer
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"replenish/framer"
+)
+
+// senderLink is one connection from a sender as the per-connection loop
+// (readSender, writeFeedback) uses it, whatever the transport: packets in,
+// RTCP feedback out. next is called from one goroutine and writeControl
+// from one other; close and the accessors are safe from any goroutine.
+type senderLink interface {
+	// next blocks until the next packet from the sender, or a frame the
+	// transport knows is lost, and returns it. It returns an error
+	// wrapping os.ErrDeadlineExceeded when nothing arrives by deadline,
+	// one wrapping io.EOF when the sender closed the connection, and the
+	// error that ended the connection otherwise. The packet is valid until
+	// the next call.
+	next(deadline time.Time) (arrival, error)
+	// writeControl sends one RTCP packet to the sender, blocking until
+	// deadline at most.
+	writeControl(pkt []byte, deadline time.Time) error
+	// close ends the connection; cause says why (nil, io.EOF or
+	// errShutdown for an orderly end). It makes next and writeControl
+	// return, and may be called more than once.
+	close(cause error)
+	remote() string    // the sender's address
+	transport() string // "tcp" or "quic"
+}
+
+// arrival is what senderLink.next returns: a packet (RTP or RTCP), or
+// word that a frame was lost on the way.
+type arrival struct {
+	pkt  []byte
+	lost bool // a frame did not arrive whole (its QUIC stream was reset)
+}
+
+// Transport names, as /api/stats and the page show them.
+const (
+	transportTCP  = "tcp"
+	transportQUIC = "quic"
+)
+
+// tcpLink is a sender's TCP connection: RFC 4571 framed RTP and RTCP in
+// both directions.
+type tcpLink struct {
+	conn net.Conn
+	r    *framer.Reader
+	wbuf []byte // writeControl's
+}
+
+var _ senderLink = (*tcpLink)(nil)
+
+func newTCPLink(conn net.Conn) *tcpLink {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetNoDelay(true) // feedback is small and urgent
+	}
+	return &tcpLink{conn: conn, r: framer.NewReader(conn)}
+}
+
+func (l *tcpLink) next(deadline time.Time) (arrival, error) {
+	if err := l.conn.SetReadDeadline(deadline); err != nil {
+		return arrival{}, err
+	}
+	pkt, err := l.r.ReadPacket()
+	if errors.Is(err, framer.ErrEmptyPacket) {
+		return arrival{}, fmt.Errorf("framing: %w", err)
+	}
+	return arrival{pkt: pkt}, err
+}
+
+func (l *tcpLink) writeControl(pkt []byte, deadline time.Time) error {
+	var err error
+	if l.wbuf, err = framer.AppendFramed(l.wbuf[:0], pkt); err != nil {
+		return err
+	}
+	l.conn.SetWriteDeadline(deadline)
+	_, err = l.conn.Write(l.wbuf)
+	return err
+}
+
+func (l *tcpLink) close(error)       { l.conn.Close() }
+func (l *tcpLink) remote() string    { return l.conn.RemoteAddr().String() }
+func (l *tcpLink) transport() string { return transportTCP }
