@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,10 +14,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"replenish/internal/jsonl"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
+	"replenish/internal/certs"
+	"replenish/internal/jsonl"
 	"replenish/viewer"
 )
 
@@ -32,11 +35,13 @@ func main() {
 }
 
 type options struct {
-	listen  string
-	http    string
-	token   string
-	verbose bool
-	records string
+	listen          string
+	http            string
+	token           string
+	verbose         bool
+	records         string
+	tlsCert, tlsKey string
+	fingerprintFile string
 }
 
 func parseFlags(args []string, out io.Writer) (options, error) {
@@ -47,20 +52,29 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		fmt.Fprintf(out, `usage: viewer [flags]
 
 Receives video streams from replenish senders and serves a page that shows
-them side by side with their glass-to-glass latency. Senders connect over
-TCP to -listen and probe the viewer's clock over UDP on the same port.
+them side by side with their glass-to-glass latency. Senders connect to
+-listen over TCP or over QUIC (UDP, the same port), and probe the viewer's
+clock over UDP on that port. QUIC senders verify the viewer's certificate:
+the viewer logs its fingerprint ("tls fingerprint", sha256:...) for them to
+pin (bin/sender -transport quic -pin sha256:...).
 
 flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.listen, "listen", viewer.DefaultListen, "`host:port` where senders connect (TCP, and UDP for clock probes)")
+	fs.StringVar(&o.listen, "listen", viewer.DefaultListen, "`host:port` where senders connect (TCP, and UDP for QUIC and clock probes)")
 	fs.StringVar(&o.http, "http", viewer.DefaultHTTP, "`host:port` of the page and the API; a non-loopback address needs -token")
 	fs.StringVar(&o.token, "token", "", "`secret` every browser and API request must carry (open the page with ?token=secret); default $"+tokenEnv)
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.StringVar(&o.records, "records", "", "write one JSON line per frame received and per frame a page displayed to this `file` (for experiments)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` with the QUIC certificate (chain, leaf first); default a new self-signed one at each start")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` with the private key of -tls-cert")
+	fs.StringVar(&o.fingerprintFile, "fingerprint-file", "", "once listening, write the certificate's fingerprint (sha256:...) and a newline to this `file` (replaced atomically; removed at exit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return o, errors.New("-tls-cert and -tls-key go together")
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -98,6 +112,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, Logger: log}
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			fmt.Fprintf(stderr, "viewer: -tls-cert %s, -tls-key %s: %v\n", o.tlsCert, o.tlsKey, err)
+			return 1
+		}
+		cfg.Certificate = &cert
+	}
 	if o.records != "" {
 		w, err := jsonl.Create(o.records, maxRecords)
 		if err != nil {
@@ -120,10 +142,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "viewer: %v\n", err)
 		return 2
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	select {
 	case <-s.Ready():
+		if o.fingerprintFile != "" {
+			if err := writeFingerprint(o.fingerprintFile, s.Fingerprint()); err != nil {
+				fmt.Fprintf(stderr, "viewer: -fingerprint-file: %v\n", err)
+				stop()
+				<-done
+				return 1
+			}
+			defer os.Remove(o.fingerprintFile)
+		}
 		_, h := s.Addrs()
 		log.Info("open the page", "url", pageURL(h, o.token != ""))
 	case err := <-done:
@@ -136,6 +169,29 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// writeFingerprint writes fp and a newline to path, atomically: a reader
+// sees the whole line or no file (or the previous one).
+func writeFingerprint(path string, fp certs.Fingerprint) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(fp.String() + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // pageURL returns the URL to open for the page served at addr. An

@@ -4,13 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"replenish/internal/certs"
+	"replenish/viewer"
 )
 
 func TestFlags(t *testing.T) {
@@ -21,7 +29,12 @@ func TestFlags(t *testing.T) {
 		code     int
 		contains []string
 	}{
-		{"help", []string{"-h"}, 0, []string{"-listen host:port", "127.0.0.1:7000", "-http host:port", "127.0.0.1:8080", "-token secret", "UDP"}},
+		{"help", []string{"-h"}, 0, []string{"-listen host:port", "127.0.0.1:7000", "-http host:port", "127.0.0.1:8080", "-token secret", "UDP",
+			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:"}},
+		{"certificate without key", []string{"-tls-cert", "c.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
+		{"key without certificate", []string{"-tls-key", "k.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
+		{"unreadable certificate", []string{"-tls-cert", "/nonexistent/c.pem", "-tls-key", "/nonexistent/k.pem", "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0"}, 1,
+			[]string{"-tls-cert /nonexistent/c.pem", "no such file"}},
 		{"listen without port", []string{"-listen", "127.0.0.1"}, 2, []string{"-listen", "want host:port"}},
 		{"http port not a number", []string{"-http", "127.0.0.1:web"}, 2, []string{"-http", "port must be a number"}},
 		{"port out of range", []string{"-listen", "127.0.0.1:70000"}, 2, []string{"-listen"}},
@@ -108,6 +121,102 @@ func TestSignal(t *testing.T) {
 			}
 			if !strings.Contains(log.String(), "stopped") {
 				t.Errorf("no clean stop in the log:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// runUntil runs the viewer with args until a log line contains want, then
+// calls at with the log so far and stops it; it returns the whole log.
+func runUntil(t *testing.T, args []string, want string, at func(log string)) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, args, pw)
+		pw.Close()
+	}()
+	var log strings.Builder
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() {
+		log.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), want) {
+			at(log.String())
+			cancel()
+		}
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("exit code %d; log:\n%s", code, log.String())
+	}
+	return log.String()
+}
+
+// The fingerprint the viewer logs is the one it writes to
+// -fingerprint-file, once it listens; the file goes at exit.
+func TestFingerprintFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "viewer.fp")
+	var inFile string
+	log := runUntil(t, []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-fingerprint-file", path}, "open the page", func(string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("no fingerprint file once listening: %v", err)
+		}
+		inFile = string(b)
+	})
+	fp, err := certs.ParseFingerprint(inFile)
+	if err != nil || !strings.HasSuffix(inFile, "\n") || strings.Count(inFile, "\n") != 1 {
+		t.Fatalf("fingerprint file %q: %v", inFile, err)
+	}
+	if !strings.Contains(log, `msg="tls fingerprint" fingerprint=`+fp.String()) {
+		t.Errorf("the log does not give the file's fingerprint %v as one line:\n%s", fp, log)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("fingerprint file left after exit: %v", err)
+	}
+}
+
+// With -tls-cert and -tls-key the viewer presents that certificate.
+func TestCertificateFiles(t *testing.T) {
+	cert, fp, err := certs.SelfSigned([]string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600)
+	log := runUntil(t, []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-tls-cert", certFile, "-tls-key", keyFile}, "open the page", func(string) {})
+	if !strings.Contains(log, "fingerprint="+fp.String()) {
+		t.Errorf("the log does not give the certificate's fingerprint %v:\n%s", fp, log)
+	}
+}
+
+// Lost frames and undecodable ones reach the records file.
+func TestRecordLines(t *testing.T) {
+	at := time.UnixMicro(1_700_000_000_000_001)
+	for _, tc := range []struct {
+		name string
+		rec  viewer.Record
+		want string
+	}{
+		{"lost", viewer.Record{Kind: viewer.RecordLost, Stream: 2, Name: "s", Received: at, Lost: 1, LostReason: viewer.LostReset},
+			`{"kind":"lost","stream":2,"frame":0,"name":"s","received_us":1700000000000001,"lost_frames":1,"reason":"reset"}`},
+		{"undecodable", viewer.Record{Kind: viewer.RecordReceived, Stream: 2, Frame: 9, Name: "s", Received: at, Bytes: 10, Undecodable: true},
+			`{"kind":"received","stream":2,"frame":9,"name":"s","received_us":1700000000000001,"bytes":10,"undecodable":true}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(recordLine(tc.rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.want {
+				t.Errorf("got  %s\nwant %s", b, tc.want)
 			}
 		})
 	}

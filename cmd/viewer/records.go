@@ -13,7 +13,7 @@ const maxRecords = 6_000_000
 // recordJSON is one line of a -records file. Times are microseconds since
 // the Unix epoch: capture on the sender's clock, the others on the viewer's.
 type recordJSON struct {
-	Kind          string   `json:"kind"` // "received" or "displayed"
+	Kind          string   `json:"kind"` // "received", "displayed" or "lost"
 	Stream        uint32   `json:"stream"`
 	Frame         uint32   `json:"frame"`
 	Name          string   `json:"name,omitempty"`
@@ -25,6 +25,9 @@ type recordJSON struct {
 	Width         int      `json:"width,omitempty"`
 	Height        int      `json:"height,omitempty"`
 	ClockOffsetUs int64    `json:"clock_offset_us,omitempty"`
+	Undecodable   bool     `json:"undecodable,omitempty"` // depends on a lost frame: not sent to pages
+	LostFrames    int      `json:"lost_frames,omitempty"`
+	Reason        string   `json:"reason,omitempty"` // of a loss: "reset" or "gap"
 	Client        uint32   `json:"client,omitempty"`
 	DisplayedUs   int64    `json:"displayed_us,omitempty"`
 	G2GMs         *float64 `json:"g2g_ms,omitempty"`
@@ -54,6 +57,11 @@ func recordLine(r viewer.Record) recordJSON {
 		j.Name, j.RTPTimestamp, j.ReceivedUs = r.Name, r.RTPTimestamp, us(r.Received)
 		j.Bytes, j.Key, j.Width, j.Height = r.Bytes, r.Key, r.Width, r.Height
 		j.ClockOffsetUs = r.ClockOffset.Microseconds()
+		j.Undecodable = r.Undecodable
+	case viewer.RecordLost:
+		j.Kind = "lost"
+		j.Name, j.ReceivedUs = r.Name, us(r.Received)
+		j.LostFrames, j.Reason = r.Lost, r.LostReason.String()
 	case viewer.RecordDisplayed:
 		j.Kind = "displayed"
 		j.Client, j.DisplayedUs, j.Misread = r.Client, us(r.Displayed), r.Misread
