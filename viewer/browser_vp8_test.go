@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,11 +20,10 @@ import (
 	"replenish/media/vpx"
 )
 
-// vp8Sender streams real VP8 from package media/vpx: the synthetic picture
-// with the capture time in its pixels, at fps, answering keyframe
+// vp8Sender streams real VP8 from package media/vpx over fs: the synthetic
+// picture with the capture time in its pixels, at fps, answering keyframe
 // requests, and reporting its timings like the real sender.
-func vp8Sender(ctx context.Context, t *testing.T, addr, name string, size media.Size, fps int) error {
-	fs := dialSender(t, addr, name)
+func vp8Sender(ctx context.Context, fs *fakeSender, name string, size media.Size, fps int) error {
 	enc, err := vpx.NewEncoder(media.EncoderConfig{Size: size, FPS: fps})
 	if err != nil {
 		return err
@@ -72,6 +72,8 @@ func vp8Sender(ctx context.Context, t *testing.T, addr, name string, size media.
 // pageCounters mirrors window.replenish.streams[id].
 type pageCounters struct {
 	Name            string   `json:"name"`
+	Transport       string   `json:"transport"`
+	Mode            string   `json:"mode"`
 	FramesReceived  int      `json:"framesReceived"`
 	FramesDecoded   int      `json:"framesDecoded"`
 	FramesDisplayed int      `json:"framesDisplayed"`
@@ -98,17 +100,21 @@ func TestBrowserPage(t *testing.T) {
 
 	const fps = 30
 	size := media.Size{W: 320, H: 180}
-	names := []string{"with-sbm", "without-sbm"}
+	// One stream over each transport.
+	names := []string{"over-tcp", "over-quic"}
+	transports := map[string]string{"over-tcp": "tcp", "over-quic": "quic"}
+	senders := map[string]*fakeSender{"over-tcp": dialSender(t, ts.media, ""), "over-quic": dialQUICSender(t, ts, "")}
 	sctx, stop := context.WithCancel(context.Background())
-	var senders sync.WaitGroup
-	for _, name := range names {
-		senders.Go(func() {
-			if err := vp8Sender(sctx, t, ts.media, name, size, fps); err != nil {
+	var running sync.WaitGroup
+	for name, fs := range senders {
+		fs.sendSDESMode(name, "replenish=15ms")
+		running.Go(func() {
+			if err := vp8Sender(sctx, fs, name, size, fps); err != nil {
 				t.Errorf("sender %s: %v", name, err)
 			}
 		})
 	}
-	defer senders.Wait()
+	defer running.Wait()
 	defer stop()
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.url("/"))); err != nil {
@@ -139,6 +145,11 @@ func TestBrowserPage(t *testing.T) {
 	if pollErr != nil {
 		t.Fatalf("frames not displayed: %v; page state %+v", pollErr, st)
 	}
+	tags, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('.panel .tag')].filter((e) => !e.hidden).map((e) => e.textContent).sort()`))
+	if want := []string{"quic", "replenish=15ms", "replenish=15ms", "tcp"}; err != nil || !slices.Equal(tags, want) {
+		t.Errorf("labels beside the names %q (%v), want %q", tags, err, want)
+	}
 	if !st.Supported || !st.Connected {
 		t.Fatalf("page state %+v", st)
 	}
@@ -152,6 +163,9 @@ func TestBrowserPage(t *testing.T) {
 		}
 		if c.Width != size.W || c.Height != size.H {
 			t.Errorf("%s: drawn at %dx%d, want %v", c.Name, c.Width, c.Height, size)
+		}
+		if c.Transport != transports[c.Name] || c.Mode != "replenish=15ms" {
+			t.Errorf("%s: shown as %q, %q; want %q, replenish=15ms", c.Name, c.Transport, c.Mode, transports[c.Name])
 		}
 		// On one host the glass-to-glass latency is tens of ms; the bound
 		// only catches a wrong clock or unit.

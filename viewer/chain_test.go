@@ -8,12 +8,12 @@ import (
 
 func TestChain(t *testing.T) {
 	type step struct {
-		lost  bool   // the transport reports a lost frame
-		seq   uint16 // else a frame: first sequence number,
-		n     int    // packets,
-		key   bool
-		ssrc  uint32 // 0 means 1
-		want  verdict
+		lost bool   // the transport reports a lost frame
+		seq  uint16 // else a frame: first sequence number,
+		n    int    // packets,
+		key  bool
+		ssrc uint32 // 0 means 1
+		want verdict
 	}
 	key := func(seq uint16, n int) step { return step{seq: seq, n: n, key: true} }
 	delta := func(seq uint16, n int) step { return step{seq: seq, n: n} }
