@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -263,6 +264,56 @@ func FuzzPacketizeRoundTrip(f *testing.F) {
 			if err == nil && (fr == nil || !bytes.Equal(fr.Data, frame) || fr.Timestamp != ts || !fr.Capture.Equal(testEpoch)) {
 				t.Fatalf("frame %+v not the one sent", fr)
 			}
+		}
+	})
+}
+
+// refVarint decodes a QUIC variable-length integer the plain way.
+func refVarint(b []byte) (v uint64, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	n = []int{1, 2, 4, 8}[b[0]>>6]
+	if len(b) < n {
+		return 0, 0, false
+	}
+	v = uint64(b[0] & 0x3F)
+	for i := 1; i < n; i++ {
+		v = v*256 + uint64(b[i])
+	}
+	return v, n, true
+}
+
+// FuzzVarint checks ParseVarint against the plain decoding, and that
+// AppendVarint round-trips every value in range and refuses the rest.
+func FuzzVarint(f *testing.F) {
+	f.Add([]byte{0x25}, uint64(0))
+	f.Add([]byte{0x40, 0x25}, uint64(63))
+	f.Add([]byte{0x9d, 0x7f, 0x3e, 0x7d}, uint64(1<<30))
+	f.Add([]byte{0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c}, uint64(MaxVarint+1))
+	f.Add([]byte{0xc2, 0x19}, uint64(math.MaxUint64))
+	f.Fuzz(func(t *testing.T, b []byte, x uint64) {
+		v, n, err := ParseVarint(b)
+		rv, rn, ok := refVarint(b)
+		if ok != (err == nil) || v != rv || n != rn || err != nil && !errors.Is(err, ErrVarintTruncated) {
+			t.Fatalf("ParseVarint(%x) = %d, %d, %v; want %d, %d, %v", b, v, n, err, rv, rn, ok)
+		}
+		if ok {
+			enc, err := AppendVarint(nil, v)
+			if err != nil || len(enc) > n || len(enc) == n && !bytes.Equal(enc, b[:n]) {
+				t.Fatalf("%x decodes to %d, which encodes to %x, %v", b[:n], v, enc, err)
+			}
+		}
+		enc, err := AppendVarint(nil, x)
+		if x > MaxVarint {
+			if !errors.Is(err, ErrVarintRange) || enc != nil {
+				t.Fatalf("AppendVarint(%#x) = %x, %v", x, enc, err)
+			}
+			return
+		}
+		back, m, perr := ParseVarint(enc)
+		if err != nil || perr != nil || back != x || m != len(enc) || m != VarintLen(x) {
+			t.Fatalf("%d encodes to %x (%v), decodes to %d in %d bytes (%v)", x, enc, err, back, m, perr)
 		}
 	})
 }
