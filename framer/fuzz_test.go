@@ -268,6 +268,54 @@ func FuzzPacketizeRoundTrip(f *testing.F) {
 	})
 }
 
+// pieceSizes turns fuzz bytes into the sizes of the pieces a stream
+// arrives in: 1 to 256 bytes each, cycled; none means all at once.
+func pieceSizes(cuts []byte) []int {
+	var s []int
+	for _, c := range cuts {
+		s = append(s, int(c)+1)
+	}
+	return s
+}
+
+// cutReader delivers b in pieces of the given sizes, cycled.
+type cutReader struct {
+	b     []byte
+	sizes []int
+	i     int
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	if len(c.sizes) > 0 {
+		p = p[:min(len(p), c.sizes[c.i%len(c.sizes)])]
+		c.i++
+	}
+	n := copy(p, c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// refRFC4571 splits a whole RFC 4571 stream the plain way. clean is false
+// if the stream ends inside a packet.
+func refRFC4571(s []byte) (ev []event, clean bool) {
+	for len(s) >= 2 {
+		n := int(s[0])<<8 | int(s[1])
+		switch {
+		case n == 0:
+			ev = append(ev, event{err: ErrEmptyPacket})
+		case len(s) < 2+n:
+			return ev, false
+		default:
+			ev = append(ev, event{pkt: s[2 : 2+n]})
+		}
+		s = s[2+n:]
+	}
+	return ev, len(s) == 0
+}
+
 // refVarint decodes a QUIC variable-length integer the plain way.
 func refVarint(b []byte) (v uint64, n int, ok bool) {
 	if len(b) == 0 {
@@ -282,6 +330,47 @@ func refVarint(b []byte) (v uint64, n int, ok bool) {
 		v = v*256 + uint64(b[i])
 	}
 	return v, n, true
+}
+
+// checkReaderAgrees reads stream in pieces with f's blocking reader and
+// checks that it gives want, and ends as a stream that is clean or not.
+func checkReaderAgrees(t *testing.T, f format, stream []byte, sizes []int, want []event, clean bool) {
+	got, err := readAll(f, &cutReader{b: stream, sizes: sizes})
+	if n := len(want); n > 0 && errors.Is(want[n-1].err, ErrPacketTooLarge) {
+		if !errors.Is(err, ErrPacketTooLarge) {
+			t.Fatalf("reader ended with %v, want ErrPacketTooLarge", err)
+		}
+		want = want[:n-1]
+	} else if clean != (err == io.EOF) || !clean && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reader ended with %v; clean end %v", err, clean)
+	}
+	if e := sameEvents(got, want); e != nil {
+		t.Fatalf("reader: %v", e)
+	}
+}
+
+// FuzzDeframer checks the RFC 4571 Deframer, fed in pieces, and Reader
+// against a plain split of the whole stream.
+func FuzzDeframer(f *testing.F) {
+	s, _, _ := buildStream(f, formats[0], 1, 300, 64)
+	f.Add(s, []byte{})
+	f.Add(s, []byte{0, 1, 2})
+	f.Add([]byte{0, 0, 0, 1, 0x80, 0}, []byte{0})
+	f.Add([]byte{0xFF, 0xFF, 1, 2, 3}, []byte{200})
+	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+		want, clean := refRFC4571(stream)
+		sizes := pieceSizes(cuts)
+		for _, useFree := range []bool{false, true} {
+			got, end := feedPieces(t, formats[0], stream, sizes, useFree)
+			if err := sameEvents(got, want); err != nil {
+				t.Fatalf("Free %v: %v", useFree, err)
+			}
+			if clean != (end == nil) || end != nil && !errors.Is(end, io.ErrUnexpectedEOF) {
+				t.Fatalf("Free %v: End = %v; clean end %v", useFree, end, clean)
+			}
+		}
+		checkReaderAgrees(t, formats[0], stream, sizes, want, clean)
+	})
 }
 
 // FuzzVarint checks ParseVarint against the plain decoding, and that
