@@ -20,7 +20,10 @@ type pushDeframer interface {
 	End() error
 }
 
-var _ pushDeframer = (*Deframer)(nil)
+var (
+	_ pushDeframer = (*Deframer)(nil)
+	_ pushDeframer = (*RoQDeframer)(nil)
+)
 
 // format is one stream framing, as the tests drive it.
 type format struct {
@@ -41,6 +44,15 @@ var formats = []format{
 		reader: func(r io.Reader) func() ([]byte, error) { return NewReader(r).ReadPacket },
 		hdrMax: 2,
 		zero:   []byte{0, 0},
+	},
+	{
+		name:   "RoQ",
+		header: []byte{0x40, 0x40}, // flow 64, in two bytes
+		frame:  AppendRoQPacket,
+		push:   func() pushDeframer { return new(RoQDeframer) },
+		reader: func(r io.Reader) func() ([]byte, error) { return NewRoQReader(r).ReadPacket },
+		hdrMax: 8,
+		zero:   []byte{0},
 	},
 }
 

@@ -332,6 +332,32 @@ func refVarint(b []byte) (v uint64, n int, ok bool) {
 	return v, n, true
 }
 
+// refRoQ splits a whole RoQ stream the plain way. A length over
+// MaxPacketSize ends it with an ErrPacketTooLarge event.
+func refRoQ(s []byte) (flow uint64, hasFlow bool, ev []event, clean bool) {
+	flow, n, hasFlow := refVarint(s)
+	if !hasFlow {
+		return 0, false, nil, false
+	}
+	for s = s[n:]; len(s) > 0; {
+		l, n, ok := refVarint(s)
+		switch {
+		case !ok:
+			return flow, true, ev, false
+		case l == 0:
+			ev = append(ev, event{err: ErrEmptyPacket})
+		case l > MaxPacketSize:
+			return flow, true, append(ev, event{err: ErrPacketTooLarge}), false
+		case uint64(len(s)-n) < l:
+			return flow, true, ev, false
+		default:
+			ev = append(ev, event{pkt: s[n : n+int(l)]})
+		}
+		s = s[n+int(l):]
+	}
+	return flow, true, ev, true
+}
+
 // checkReaderAgrees reads stream in pieces with f's blocking reader and
 // checks that it gives want, and ends as a stream that is clean or not.
 func checkReaderAgrees(t *testing.T, f format, stream []byte, sizes []int, want []event, clean bool) {
@@ -370,6 +396,68 @@ func FuzzDeframer(f *testing.F) {
 			}
 		}
 		checkReaderAgrees(t, formats[0], stream, sizes, want, clean)
+	})
+}
+
+// FuzzRoQStream checks the RoQDeframer, fed in pieces, and RoQReader
+// against a plain split of the whole stream.
+func FuzzRoQStream(f *testing.F) {
+	s, _, _ := buildStream(f, formats[1], 1, 300, 64)
+	f.Add(s, []byte{})
+	f.Add(s, []byte{0, 1, 2})
+	f.Add([]byte{0x00, 0x00, 0x01, 0x80}, []byte{0})
+	f.Add([]byte{0x40, 0x01, 0x80, 0x01, 0x00, 0x00, 0x01}, []byte{1})
+	f.Add([]byte{0xC0, 0, 0, 0, 0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, []byte{})
+	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+		flow, hasFlow, want, clean := refRoQ(stream)
+		sizes := pieceSizes(cuts)
+		for _, useFree := range []bool{false, true} {
+			got, end := feedPieces(t, formats[1], stream, sizes, useFree)
+			if err := sameEvents(got, want); err != nil {
+				t.Fatalf("Free %v: %v", useFree, err)
+			}
+			if clean != (end == nil) {
+				t.Fatalf("Free %v: End = %v; clean end %v", useFree, end, clean)
+			}
+		}
+		var d RoQDeframer
+		d.Feed(stream)
+		if id, ok := d.Flow(); ok != hasFlow || id != flow {
+			t.Fatalf("Flow = %d, %v; want %d, %v", id, ok, flow, hasFlow)
+		}
+		checkReaderAgrees(t, formats[1], stream, sizes, want, clean)
+	})
+}
+
+// FuzzRoQDatagram checks that what ParseRoQDatagram accepts is the flow
+// identifier and the rest, and appends back to the same datagram.
+func FuzzRoQDatagram(f *testing.F) {
+	dg, _ := AppendRoQDatagram(nil, 64, []byte{0x80, 0x60, 0, 1})
+	f.Add(dg)
+	f.Add([]byte{0x00, 0x81})
+	f.Add([]byte{0x80, 0, 0, 1})
+	f.Add([]byte{0x25})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		flow, pkt, err := ParseRoQDatagram(b)
+		v, n, ok := refVarint(b)
+		if err != nil {
+			switch {
+			case flow != 0 || pkt != nil:
+				t.Fatalf("flow %d and %d bytes with %v", flow, len(pkt), err)
+			case !ok && errors.Is(err, ErrVarintTruncated),
+				ok && len(b) == n && errors.Is(err, ErrEmptyPacket),
+				ok && len(b)-n > MaxPacketSize && errors.Is(err, ErrPacketTooLarge):
+				return
+			}
+			t.Fatalf("error %v for a datagram of %d bytes", err, len(b))
+		}
+		if !ok || flow != v || !bytes.Equal(pkt, b[n:]) {
+			t.Fatalf("flow %d and %d bytes from %x", flow, len(pkt), b)
+		}
+		back, err := AppendRoQDatagram(nil, flow, pkt)
+		if err != nil || len(back) > len(b) || VarintLen(flow) == n && !bytes.Equal(back, b) {
+			t.Fatalf("appended back to %x, %v; from %x", back, err, b)
+		}
 	})
 }
 

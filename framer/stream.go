@@ -1,7 +1,12 @@
 // Package framer turns encoded video into packets and back: RTP with VP8
 // payload (RFC 7741) and the abs-capture-time header extension, RTCP
-// feedback and sender reports, and RFC 4571 framing for stream transports
-// (AppendFramed; Reader, or Deframer for non-blocking reads).
+// feedback and sender reports, and the framing every transport uses: RFC
+// 4571 over TCP (AppendFramed; Reader, or Deframer for non-blocking reads)
+// and RoQ over QUIC, RTP over QUIC streams and datagrams
+// (draft-ietf-avtcore-rtp-over-quic: AppendRoQStreamHeader,
+// AppendRoQPacket, RoQReader or RoQDeframer; AppendRoQDatagram,
+// ParseRoQDatagram), with QUIC variable-length integers (AppendVarint,
+// ParseVarint).
 //
 // Every parser in this package returns an error on malformed or oversized
 // input; none panics, and none allocates more than its documented cap. The
@@ -16,7 +21,7 @@ import (
 )
 
 // MaxPacketSize is the largest packet RFC 4571 framing can carry: its length
-// field is 16 bits.
+// field is 16 bits. The RoQ framing here caps packets at the same size.
 const MaxPacketSize = 0xFFFF
 
 // Errors of the framing writers and readers.
