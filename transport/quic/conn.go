@@ -148,16 +148,17 @@ func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
 // after the flow identifier at the start of each stream.
 func (c *Conn) frameBytesLocked(f *frame, pkts [][]byte) ([]byte, error) {
 	var b []byte
+	var err error
 	if f.perFrameStream || !c.header {
-		b = appendVarint(b, FlowID)
+		if b, err = framer.AppendRoQStreamHeader(b, FlowID); err != nil {
+			return nil, err
+		}
 		c.header = c.header || !f.perFrameStream
 	}
 	for _, p := range pkts {
-		if len(p) == 0 || len(p) > framer.MaxPacketSize {
-			return nil, fmt.Errorf("quic: packet of %d bytes: %w", len(p), framer.ErrPacketTooLarge)
+		if b, err = framer.AppendRoQPacket(b, p); err != nil {
+			return nil, fmt.Errorf("quic: %w", err)
 		}
-		b = appendVarint(b, uint64(len(p)))
-		b = append(b, p...)
 	}
 	return b, nil
 }

@@ -20,7 +20,8 @@
 // and one stream gives the same in-order delivery that TCP gives, which
 // keeps the comparison between the two transports about buffering alone.
 // The expire mode writes each frame on a stream of its own and resets the
-// stream when the frame is older than the expiry, as Media over QUIC
+// stream (RESET_STREAM with the draft's ROQ_FRAME_CANCELLED) when the frame is
+// older than the expiry, as Media over QUIC
 // relays do. The viewer's feedback (RTCP) arrives on a unidirectional
 // stream it opens.
 package quic
@@ -35,15 +36,16 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"replenish/framer"
 	"replenish/transport"
 )
 
 // ALPN is the application protocol RoQ negotiates.
-const ALPN = "roq"
+const ALPN = framer.RoQALPN
 
 // FlowID is the RoQ flow identifier of the media and its RTCP (one RTP
 // session, RTP and RTCP multiplexed per RFC 5761).
-const FlowID = 0
+const FlowID = framer.RoQSessionFlow
 
 // Errors returned by this package.
 var (
@@ -70,10 +72,11 @@ const (
 	DefaultIdleTimeout = 20 * time.Second
 )
 
-// Application error codes the Conn sends.
+// Error codes the Conn sends, the draft's (framer.RoQErrorCode).
 const (
-	codeClosed  quic.ApplicationErrorCode = 0
-	codeExpired quic.StreamErrorCode      = 0x1 // a frame's stream reset on expiry
+	codeClosed     = quic.ApplicationErrorCode(framer.RoQNoError)
+	codeBadPackets = quic.ApplicationErrorCode(framer.RoQPacketError)
+	codeExpired    = quic.StreamErrorCode(framer.RoQFrameCancelled) // a frame's stream reset on expiry
 )
 
 // Config configures a Conn. The zero value is not usable: TLS is required.

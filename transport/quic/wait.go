@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/quicvarint"
 
 	"replenish/framer"
 	"replenish/transport"
@@ -113,7 +111,7 @@ func (c *Conn) readFeedback() {
 		}
 		if err := c.readFeedbackStream(s); err != nil {
 			c.fail(err)
-			c.qc.CloseWithError(codeClosed, "bad feedback")
+			c.qc.CloseWithError(codeBadPackets, "bad feedback")
 			return
 		}
 	}
@@ -121,35 +119,25 @@ func (c *Conn) readFeedback() {
 
 // readFeedbackStream reads one feedback stream to its end.
 func (c *Conn) readFeedbackStream(s *quic.ReceiveStream) error {
-	r := bufio.NewReader(s)
-	flow, err := quicvarint.Read(r)
+	r := framer.NewRoQReader(s)
+	flow, err := r.FlowID()
 	if err != nil {
 		return nil // the stream ended before its header; nothing to read
 	}
 	if flow != FlowID {
-		s.CancelRead(0)
+		s.CancelRead(quic.StreamErrorCode(framer.RoQUnknownFlowID))
 		return nil // another flow: not ours to read
 	}
-	buf := make([]byte, 0, 2048)
 	for {
-		n, err := quicvarint.Read(r)
+		pkt, err := r.ReadPacket()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("quic: reading the viewer's feedback: %w", err)
 		}
-		if n == 0 || n > framer.MaxPacketSize {
-			return fmt.Errorf("quic: the viewer sent a packet of %d bytes", n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return fmt.Errorf("quic: reading the viewer's feedback: %w", err)
-		}
 		if c.cfg.Handler.Packet != nil {
-			c.cfg.Handler.Packet(buf)
+			c.cfg.Handler.Packet(pkt)
 		}
 	}
 }
-
-func appendVarint(b []byte, v uint64) []byte { return quicvarint.Append(b, v) }
