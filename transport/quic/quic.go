@@ -20,10 +20,9 @@
 // and one stream gives the same in-order delivery that TCP gives, which
 // keeps the comparison between the two transports about buffering alone.
 // The expire mode writes each frame on a stream of its own and resets the
-// stream (RESET_STREAM with the draft's ROQ_FRAME_CANCELLED) when the frame is
-// older than the expiry, as Media over QUIC
-// relays do. The viewer's feedback (RTCP) arrives on a unidirectional
-// stream it opens.
+// stream (RESET_STREAM with the draft's ROQ_FRAME_CANCELLED) when the frame
+// is older than the expiry, as Media over QUIC relays do. The viewer's
+// feedback (RTCP) arrives on a unidirectional stream it opens.
 package quic
 
 import (
