@@ -59,7 +59,7 @@ const (
 type Config struct {
 	// Mode is the buffer policy: transport.Replenish (the zero value),
 	// transport.Lowat or transport.Default, with its parameters and the
-	// +nagle, +nosubmss and +sndbuf options. A zero ReplenishTime means
+	// +kernel, +nagle, +nosubmss and +sndbuf options. A zero ReplenishTime means
 	// transport.DefaultReplenishTime. With SendBuffer set, SO_SNDBUF is
 	// fixed (Linux doubles the value and caps it at net.core.wmem_max;
 	// Options reports what it took) instead of autotuned: comparison runs
@@ -115,6 +115,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Mode.Policy != transport.Replenish && c.Mode.Policy != transport.Lowat && c.Mode.Policy != transport.Default:
 		return fmt.Errorf("%w: mode %v is not a TCP mode (want replenish, lowat or default)", ErrConfig, c.Mode.Policy)
+	case c.Mode.Kernel && c.Mode.Policy != transport.Replenish:
+		return fmt.Errorf("%w: the kernel-faithful rule applies to replenish mode only", ErrConfig)
 	case c.Mode.ReplenishTime < 0:
 		return fmt.Errorf("%w: negative replenish time %v", ErrConfig, c.Mode.ReplenishTime)
 	case c.Mode.Policy == transport.Lowat && (c.Mode.Lowat <= 0 || c.Mode.Lowat > math.MaxInt32):
