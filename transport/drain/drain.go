@@ -11,21 +11,32 @@
 // nothing to send, which under source buffer management is most of the
 // time. The Estimator instead:
 //
-//   - measures windows that each span at least one smoothed round trip and
-//     at least MinAcks acknowledgements (so that the rounding to whole
-//     acknowledgements at either end stays small), as bytes over time;
-//   - takes, in each window, the smaller of two byte counts: bytes delivered
-//     (acknowledged) and bytes sent for the first time. Each is exact, and
-//     each errs high at other moments: new data goes out up to twice as fast
-//     as the path delivers it in slow start and while a window grows into a
-//     queue, and acknowledgements stall during loss recovery and then jump
-//     by everything the selective acknowledgements had covered. The smaller
-//     of the two is the path's rate in both cases;
-//   - keeps the highest window of the last Rounds round trips. A window in
-//     which the sender stayed backlogged measures the path; one in which it
-//     did not measures at least its own sending, a lower bound of the path,
-//     and may only raise the estimate. When every window has aged out, the
-//     newest is held (and the estimate says it is application-limited);
+//   - measures windows of bytes delivered (acknowledged) over time, each
+//     spanning at least one smoothed round trip and at least MinAcks
+//     acknowledgements, so that the rounding to whole acknowledgements at
+//     either end stays small. Delivered bytes, not sent ones: a sender
+//     sends faster than the path delivers in slow start, while its window
+//     grows into a queue, or when the application writes faster than the
+//     path, and slower when the application is short of data; only the
+//     delivered count measures the path in all of these. Its weakness, a
+//     stall while a hole is repaired and a jump when the repair covers
+//     what had been selectively acknowledged, is kept inside windows: a
+//     window neither starts nor ends while the sender is recovering;
+//   - classes each window as path-limited or application-limited. It is
+//     path-limited when the path set the pace throughout: at every sample
+//     the sender either held data it could not yet send (Backlogged), or
+//     had enough in flight that the bottleneck could not have run dry
+//     before the next sample (more than the window's rate times the
+//     minimum round trip plus the time to the next sample: a queue that
+//     the network, not the sender's socket, holds, as when a loss-based
+//     congestion control fills a bottleneck buffer);
+//   - keeps the highest window of the last Rounds round trips. Path-limited
+//     windows always enter; application-limited ones measure at least the
+//     sender's own rate, a lower bound of the path, and enter only when they
+//     raise the estimate. The newest path-limited window stays a floor
+//     after it ages out, so that an application-limited sender keeps its
+//     last measurement of the path (and the estimate says it is
+//     application-limited);
 //   - bounds the result by what the transport allows now: its congestion
 //     window (or the peer's receive window, if smaller) per smoothed round
 //     trip, and the highest pacing rate of the last Rounds round trips (the
@@ -79,20 +90,26 @@ type Sample struct {
 	// Delivered counts the bytes the peer has acknowledged since the
 	// connection began (TCP: tcpi_bytes_acked).
 	Delivered uint64
-	// Sent counts the bytes sent for the first time since the connection
-	// began, retransmissions excluded (TCP: tcpi_bytes_sent minus
-	// tcpi_bytes_retrans).
-	Sent uint64
 	// Acks counts the acknowledgements received since the connection
 	// began (TCP: tcpi_segs_in, every segment the peer sent).
 	Acks uint64
+	// InFlight is the bytes sent and not yet acknowledged (TCP: bytes
+	// sent for the first time, tcpi_bytes_sent minus tcpi_bytes_retrans,
+	// less tcpi_bytes_acked); negative if unknown.
+	InFlight int
 	// Backlogged reports that the sender held data it could not yet send
 	// throughout the interval since the previous sample, so that the
 	// transport, not the application, set the pace (TCP with TCP_NODELAY:
 	// bytes unsent now, since the backlog only shrinks between writes and
 	// one is sampled before every write).
 	Backlogged bool
+	// Recovering reports that the sender is repairing a loss, so that
+	// Delivered stalls until the repair and then jumps (TCP: the
+	// congestion-avoidance state is disorder, recovery or loss, or
+	// segments are selectively acknowledged).
+	Recovering bool
 	SRTT       time.Duration // smoothed round-trip time; 0 if unknown
+	MinRTT     time.Duration // smallest round trip seen; 0 if unknown
 	Cwnd       int           // congestion window in bytes; 0 if unknown
 	PeerWindow int           // the peer's receive window in bytes; negative if unknown
 	PacingRate rate.Bitrate  // the pacer's rate now; 0 if none or unknown
@@ -150,10 +167,10 @@ type Estimate struct {
 	// Rate is the estimated drain rate; 0 if unknown (Source is then
 	// SourceNone) or if the bound is zero (a closed peer window).
 	Rate rate.Bitrate
-	// AppLimited reports that the rate does not come from a window of the
-	// last Rounds round trips in which the sender stayed backlogged: it
-	// comes from windows in which the sender did not (a lower bound of the
-	// path), or is held from an older window.
+	// AppLimited reports that the rate does not come from a
+	// path-limited window of the last Rounds round trips: it comes from
+	// application-limited windows (a lower bound of the path), or is held
+	// from an older path-limited window.
 	AppLimited bool
 	Source     Source
 	// Measured is the highest window in the maximum, before the bounds; 0
@@ -162,10 +179,10 @@ type Estimate struct {
 	// Bound is the tighter of the bounds; 0 if neither is known.
 	Bound rate.Bitrate
 	// Window is the rate of the window the latest sample closed, or 0 if
-	// it closed none; WindowBacklogged says whether the sender stayed
-	// backlogged over it.
-	Window           rate.Bitrate
-	WindowBacklogged bool
+	// it closed none; WindowPathLimited says whether the path set the pace
+	// over it.
+	Window            rate.Bitrate
+	WindowPathLimited bool
 }
 
 // Known reports whether e carries a rate (possibly zero, behind a closed

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"math"
 	"time"
 
 	"replenish/rate"
@@ -13,34 +14,34 @@ type Estimator struct {
 
 	started bool
 	prev    Sample
-	// run marks the start of the current run of backlogged intervals;
-	// inRun is false once an interval was not backlogged, until the next
-	// one that is.
-	run   mark
-	inRun bool
-	// any marks the start of the current window over every interval;
-	// anyBacklogged reports that every interval since was backlogged.
-	any           mark
-	anyBacklogged bool
+	// open reports that a window has started, at start; a window starts
+	// only at a sample taken outside loss recovery.
+	open  bool
+	start mark
+	// room is the highest rate the bottleneck could have carried without
+	// running dry over the open window's intervals in which the sender was
+	// not backlogged (bytes per second; +Inf if there were none).
+	room float64
 
-	windows []window  // the maximum: decreasing in rate, oldest first
-	pacing  []reading // pacing rates: decreasing, oldest first
+	live    []window  // windows of the last Rounds round trips: decreasing in rate, oldest first
+	floor   window    // the newest path-limited window, kept after it ages out
+	held    window    // the newest window, kept when every window has aged out
+	pacing  []reading // pacing rates of the last Rounds round trips: decreasing, oldest first
 	last    Estimate
+	horizon time.Duration
 }
 
-// mark is the counters at one sample.
+// mark is the counters at the start of a window.
 type mark struct {
-	at                    time.Time
-	delivered, sent, acks uint64
+	at              time.Time
+	delivered, acks uint64
 }
 
-func markOf(s Sample) mark { return mark{s.At, s.Delivered, s.Sent, s.Acks} }
-
-// window is a measured window in the maximum.
+// window is a measured window. The zero window (no end) means none.
 type window struct {
-	end        time.Time
-	rate       rate.Bitrate
-	backlogged bool
+	end         time.Time
+	rate        rate.Bitrate
+	pathLimited bool
 }
 
 // reading is a pacing rate at a time.
@@ -70,82 +71,107 @@ func (e *Estimator) Estimate() Estimate { return e.last }
 // taken before the previous one, or whose counters went backwards (a new
 // connection), starts the estimate afresh.
 func (e *Estimator) Add(s Sample) Estimate {
-	if e.started && (s.At.Before(e.prev.At) || s.Delivered < e.prev.Delivered ||
-		s.Sent < e.prev.Sent || s.Acks < e.prev.Acks) {
+	if e.started && (s.At.Before(e.prev.At) || s.Delivered < e.prev.Delivered || s.Acks < e.prev.Acks) {
 		*e = Estimator{rounds: e.rounds, minAcks: e.minAcks}
 	}
 	var closed window
-	if !e.started {
-		e.started = true
-		e.run, e.inRun = markOf(s), true
-		e.any, e.anyBacklogged = markOf(s), true
-	} else {
+	if e.started {
 		closed = e.advance(s)
 	}
-	e.prev = s
-	horizon := time.Duration(e.rounds) * s.SRTT
-	e.expire(s.At, horizon)
+	if !e.open && !s.Recovering {
+		e.begin(s)
+	}
+	e.started, e.prev = true, s
+	e.horizon = time.Duration(e.rounds) * s.SRTT
+	e.expire(s.At)
 	if !closed.end.IsZero() {
-		if closed.backlogged || len(e.windows) == 0 || closed.rate > e.windows[0].rate {
-			e.windows = pushMax(e.windows, closed, func(w window) rate.Bitrate { return w.rate })
-		}
+		e.admit(closed)
 	}
 	if s.PacingRate > 0 {
 		e.pacing = pushMax(e.pacing, reading{s.At, s.PacingRate}, func(r reading) rate.Bitrate { return r.rate })
 	}
-	e.last = e.estimate(s, horizon)
+	e.last = e.estimate(s)
 	if !closed.end.IsZero() {
-		e.last.Window, e.last.WindowBacklogged = closed.rate, closed.backlogged
+		e.last.Window, e.last.WindowPathLimited = closed.rate, closed.pathLimited
 	}
 	return e.last
 }
 
+// begin opens a window at s.
+func (e *Estimator) begin(s Sample) {
+	e.open = true
+	e.start = mark{s.At, s.Delivered, s.Acks}
+	e.room = math.Inf(1)
+}
+
 // advance accounts for the interval from the previous sample to s and
-// returns the window it closes, if any (zero end otherwise).
+// returns the window s closes, if any.
 func (e *Estimator) advance(s Sample) window {
-	if s.Backlogged {
-		if !e.inRun {
-			e.run, e.inRun = markOf(e.prev), true
+	if !e.open {
+		return window{}
+	}
+	if !s.Backlogged {
+		// The bottleneck stayed busy until s if what was in flight at the
+		// previous sample exceeded what the path holds (rate × min RTT)
+		// plus what it drains until s: so at any rate up to this one.
+		base := s.MinRTT
+		if base <= 0 {
+			base = s.SRTT
 		}
-	} else {
-		e.inRun = false
-		e.anyBacklogged = false
+		d := base + s.At.Sub(e.prev.At)
+		switch {
+		case e.prev.InFlight < 0:
+			e.room = 0
+		case d > 0:
+			e.room = min(e.room, float64(e.prev.InFlight)/d.Seconds())
+		}
 	}
-	if e.inRun && e.spans(e.run, s) {
-		w := window{end: s.At, rate: windowRate(e.run, s), backlogged: true}
-		e.run = markOf(s)
-		e.any, e.anyBacklogged = markOf(s), true
-		return w
+	if s.Recovering || !e.spans(s) {
+		return window{}
 	}
-	if !e.anyBacklogged && e.spans(e.any, s) {
-		w := window{end: s.At, rate: windowRate(e.any, s)}
-		e.any, e.anyBacklogged = markOf(s), true
-		return w
-	}
-	return window{}
+	n := float64(s.Delivered - e.start.delivered)
+	bps := n / s.At.Sub(e.start.at).Seconds()
+	w := window{end: s.At, rate: bytesPerSecond(bps), pathLimited: e.room >= bps}
+	e.begin(s)
+	return w
 }
 
-// spans reports whether the window from m to s is long enough to measure:
-// at least one smoothed round trip and MinAcks acknowledgements.
-func (e *Estimator) spans(m mark, s Sample) bool {
-	d := s.At.Sub(m.at)
-	return d > 0 && d >= s.SRTT && s.Acks-m.acks >= uint64(e.minAcks)
+// spans reports whether the open window, ending at s, is long enough to
+// measure: at least one smoothed round trip and MinAcks acknowledgements.
+func (e *Estimator) spans(s Sample) bool {
+	d := s.At.Sub(e.start.at)
+	return d > 0 && d >= s.SRTT && s.Acks-e.start.acks >= uint64(e.minAcks)
 }
 
-// windowRate is the smaller of the bytes sent and delivered from m to s,
-// over the time between them.
-func windowRate(m mark, s Sample) rate.Bitrate {
-	n := min(s.Delivered-m.delivered, s.Sent-m.sent)
-	return bytesPerSecond(float64(n) / s.At.Sub(m.at).Seconds())
-}
-
-// expire drops windows and pacing readings older than horizon before now,
-// keeping the newest of each.
-func (e *Estimator) expire(now time.Time, horizon time.Duration) {
-	for len(e.windows) > 1 && now.Sub(e.windows[0].end) > horizon {
-		e.windows = e.windows[1:]
+// admit puts a closed window into the maximum: a path-limited one always
+// (it also becomes the floor), an application-limited one only if it
+// raises the estimate.
+func (e *Estimator) admit(w window) {
+	if !w.pathLimited && w.rate <= max(e.liveMax(), e.floor.rate) {
+		return
 	}
-	for len(e.pacing) > 1 && now.Sub(e.pacing[0].at) > horizon {
+	if w.pathLimited {
+		e.floor = w
+	}
+	e.live = pushMax(e.live, w, func(w window) rate.Bitrate { return w.rate })
+	e.held = w
+}
+
+// liveMax is the highest window of the last Rounds round trips, or 0.
+func (e *Estimator) liveMax() rate.Bitrate {
+	if len(e.live) == 0 {
+		return 0
+	}
+	return e.live[0].rate
+}
+
+// expire drops windows and pacing readings older than the horizon before
+// now, keeping the newest pacing reading.
+func (e *Estimator) expire(now time.Time) {
+	for len(e.live) > 0 && now.Sub(e.live[0].end) > e.horizon {
+		e.live = e.live[1:]
+	}
+	for len(e.pacing) > 1 && now.Sub(e.pacing[0].at) > e.horizon {
 		e.pacing = e.pacing[1:]
 	}
 }
@@ -162,8 +188,23 @@ func pushMax[T any](list []T, v T, key func(T) rate.Bitrate) []T {
 	return append(list, v)
 }
 
+// measured returns the highest window to report before the bounds, whether
+// it comes from an application-limited or aged-out window, and whether
+// there is one at all.
+func (e *Estimator) measured(now time.Time) (rate.Bitrate, bool, bool) {
+	switch {
+	case len(e.live) > 0 && e.live[0].rate >= e.floor.rate:
+		return e.live[0].rate, !e.live[0].pathLimited, true
+	case !e.floor.end.IsZero():
+		return e.floor.rate, now.Sub(e.floor.end) > e.horizon, true
+	case !e.held.end.IsZero():
+		return e.held.rate, true, true
+	}
+	return 0, false, false
+}
+
 // estimate combines the maximum with the bounds at sample s.
-func (e *Estimator) estimate(s Sample, horizon time.Duration) Estimate {
+func (e *Estimator) estimate(s Sample) Estimate {
 	var est Estimate
 	winBound, haveWin := WindowRate(s.Cwnd, s.PeerWindow, s.SRTT)
 	if haveWin {
@@ -177,17 +218,16 @@ func (e *Estimator) estimate(s Sample, horizon time.Duration) Estimate {
 		}
 	}
 	haveBound := haveWin || paceBound > 0
-	if len(e.windows) == 0 {
+	m, appLimited, ok := e.measured(s.At)
+	if !ok {
 		if haveBound {
 			est.Rate, est.Source = est.Bound, SourceWindow
 		}
 		return est
 	}
-	top := e.windows[0]
-	est.Measured = top.rate
-	est.AppLimited = !top.backlogged || s.At.Sub(top.end) > horizon
-	est.Rate, est.Source = top.rate, SourceMeasured
-	if haveBound && est.Bound < top.rate {
+	est.Measured, est.AppLimited = m, appLimited
+	est.Rate, est.Source = m, SourceMeasured
+	if haveBound && est.Bound < m {
 		est.Rate, est.Source = est.Bound, SourceWindowCapped
 		if paceBound > 0 && paceBound == est.Bound && (!haveWin || paceBound < winBound) {
 			est.Source = SourcePacingCapped

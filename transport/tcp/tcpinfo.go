@@ -280,31 +280,44 @@ func KernelEstimate(i Info) drain.Estimate {
 
 // SampleOf returns the drain estimator's sample for a TCP_INFO reading
 // taken at at. acks is the count of segments received so far, unwrapped
-// from tcpi_segs_in (which wraps at 2^32). The sender counts as backlogged
-// while bytes are unsent, or, with Nagle on, while a full segment is:
-// Nagle holds a shorter tail by itself. Since the unsent backlog only
-// shrinks between writes, and the Conn reads TCP_INFO before every write, a
-// backlog now means one throughout the interval since the previous reading.
-// A kernel too old to report tcpi_bytes_sent (before 4.19) counts sent
-// bytes as acknowledged ones.
+// from tcpi_segs_in (which wraps at 2^32).
+//
+// The sender counts as backlogged while bytes are unsent, or, with Nagle
+// on, while a full segment is: Nagle holds a shorter tail by itself. Since
+// the unsent backlog only shrinks between writes, and the Conn reads
+// TCP_INFO before every write, a backlog now means one throughout the
+// interval since the previous reading. It counts as recovering in the
+// disorder, recovery and loss states, and whenever segments are selectively
+// acknowledged above a hole: then tcpi_bytes_acked waits for the repair.
+// In flight is the bytes sent for the first time less those acknowledged;
+// a kernel too old to report tcpi_bytes_sent (before 4.19) gives
+// unacknowledged segments times the MSS instead.
 func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
 	backlog := 1
 	if nagle && i.MSS > 0 {
 		backlog = i.MSS
 	}
-	sent := i.BytesAcked
-	if i.Len >= offBytesSent+16 && i.BytesSent >= i.BytesRetrans {
-		sent = i.BytesSent - i.BytesRetrans
+	inFlight := i.Unacked * i.MSS
+	if i.Len >= offBytesSent+16 && i.BytesSent >= i.BytesRetrans+i.BytesAcked {
+		inFlight = int(i.BytesSent - i.BytesRetrans - i.BytesAcked)
 	}
 	return drain.Sample{
 		At:         at,
 		Delivered:  i.BytesAcked,
-		Sent:       sent,
 		Acks:       acks,
+		InFlight:   inFlight,
 		Backlogged: i.NotsentBytes >= backlog,
+		Recovering: i.CAState == caDisorder || i.CAState >= caRecovery || i.Sacked > 0,
 		SRTT:       i.RTT,
+		MinRTT:     i.MinRTT,
 		Cwnd:       i.Cwnd * i.MSS,
 		PeerWindow: i.SndWnd,
 		PacingRate: i.PacingRate,
 	}
 }
+
+// Congestion-avoidance states (tcpi_ca_state, include/net/tcp.h).
+const (
+	caDisorder = 1 // duplicate acknowledgements or selective ones seen
+	caRecovery = 3 // fast recovery; 4 is loss (after a timeout)
+)
