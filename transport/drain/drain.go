@@ -30,13 +30,14 @@
 //     minimum round trip plus the time to the next sample: a queue that
 //     the network, not the sender's socket, holds, as when a loss-based
 //     congestion control fills a bottleneck buffer);
-//   - keeps the highest window of the last Rounds round trips. Path-limited
-//     windows always enter; application-limited ones measure at least the
-//     sender's own rate, a lower bound of the path, and enter only when they
-//     raise the estimate. The newest path-limited window stays a floor
-//     after it ages out, so that an application-limited sender keeps its
-//     last measurement of the path (and the estimate says it is
-//     application-limited);
+//   - keeps the highest window of the last Rounds round trips (or of two
+//     windows' spans, where gathering MinAcks takes longer). The newest
+//     path-limited window stays as a floor after it ages out. An
+//     application-limited window measures at least the sender's own rate,
+//     a lower bound of the path: it raises the estimate when it is the
+//     highest and otherwise changes nothing, so that an application-limited
+//     sender keeps its last measurement of the path (and the estimate says
+//     it is application-limited) instead of measuring its own bitrate;
 //   - bounds the result by what the transport allows now: its congestion
 //     window (or the peer's receive window, if smaller) per smoothed round
 //     trip, and the highest pacing rate of the last Rounds round trips (the

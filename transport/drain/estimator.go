@@ -23,12 +23,17 @@ type Estimator struct {
 	// not backlogged (bytes per second; +Inf if there were none).
 	room float64
 
-	live    []window  // windows of the last Rounds round trips: decreasing in rate, oldest first
-	floor   window    // the newest path-limited window, kept after it ages out
-	held    window    // the newest window, kept when every window has aged out
-	pacing  []reading // pacing rates of the last Rounds round trips: decreasing, oldest first
-	last    Estimate
+	live   []window  // windows of the horizon: decreasing in rate, oldest first
+	floor  window    // the newest path-limited window, kept after it ages out
+	held   window    // the newest window, for when every window has aged out
+	pacing []reading // pacing rates of the last Rounds round trips: decreasing, oldest first
+	last   Estimate
+	// horizon is how long a window stays live: Rounds round trips, or
+	// twice the newest window's span if longer (at low rates a window
+	// needs more than Rounds round trips to gather MinAcks
+	// acknowledgements, and must stay live until the next can close).
 	horizon time.Duration
+	span    time.Duration // the newest window's span
 }
 
 // mark is the counters at the start of a window.
@@ -82,7 +87,7 @@ func (e *Estimator) Add(s Sample) Estimate {
 		e.begin(s)
 	}
 	e.started, e.prev = true, s
-	e.horizon = time.Duration(e.rounds) * s.SRTT
+	e.horizon = max(time.Duration(e.rounds)*s.SRTT, 2*e.span)
 	e.expire(s.At)
 	if !closed.end.IsZero() {
 		e.admit(closed)
@@ -130,7 +135,8 @@ func (e *Estimator) advance(s Sample) window {
 		return window{}
 	}
 	n := float64(s.Delivered - e.start.delivered)
-	bps := n / s.At.Sub(e.start.at).Seconds()
+	e.span = s.At.Sub(e.start.at)
+	bps := n / e.span.Seconds()
 	w := window{end: s.At, rate: bytesPerSecond(bps), pathLimited: e.room >= bps}
 	e.begin(s)
 	return w
@@ -143,26 +149,16 @@ func (e *Estimator) spans(s Sample) bool {
 	return d > 0 && d >= s.SRTT && s.Acks-e.start.acks >= uint64(e.minAcks)
 }
 
-// admit puts a closed window into the maximum: a path-limited one always
-// (it also becomes the floor), an application-limited one only if it
-// raises the estimate.
+// admit puts a closed window into the maximum; a path-limited one also
+// becomes the floor. An application-limited window thereby raises the
+// estimate when it is the highest, and otherwise changes nothing: the
+// maximum, or the floor, is above it.
 func (e *Estimator) admit(w window) {
-	if !w.pathLimited && w.rate <= max(e.liveMax(), e.floor.rate) {
-		return
-	}
 	if w.pathLimited {
 		e.floor = w
 	}
 	e.live = pushMax(e.live, w, func(w window) rate.Bitrate { return w.rate })
 	e.held = w
-}
-
-// liveMax is the highest window of the last Rounds round trips, or 0.
-func (e *Estimator) liveMax() rate.Bitrate {
-	if len(e.live) == 0 {
-		return 0
-	}
-	return e.live[0].rate
 }
 
 // expire drops windows and pacing readings older than the horizon before

@@ -238,12 +238,13 @@ func median(v []rate.Bitrate) rate.Bitrate {
 }
 
 // writeTrace stores a trace as transport/drain's table tests read it.
-func writeTrace(t *testing.T, name, comment string, tr []traced) {
+func writeTrace(t *testing.T, name, comment string, link, payload rate.Bitrate, skip time.Duration, tr []traced) {
 	t.Helper()
 	var b strings.Builder
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	fmt.Fprintf(&b, "# %s\n# recorded on Linux %s by transport/tcp TestDrainOnPath -record\n", comment, unix.ByteSliceToString(uts.Release[:]))
+	fmt.Fprintf(&b, "# link_bps=%d payload_bps=%d skip_us=%d\n", int64(link), int64(payload), skip.Microseconds())
 	b.WriteString("# at_us,delivered,acks,in_flight,backlogged,recovering,srtt_us,min_rtt_us,cwnd,peer_window,pacing_bps,stack_bps,stack_app_limited,unsent\n")
 	t0 := tr[0].s.At
 	b01 := map[bool]int{false: 0, true: 1}
@@ -307,9 +308,6 @@ func TestDrainOnPath(t *testing.T) {
 				return 0
 			}
 			tr, invs := videoRun(t, c, tc.run, 2*time.Millisecond, size)
-			if *record {
-				writeTrace(t, tc.recordAs, fmt.Sprintf("%s: video at 30 fps over a %v tbf link, %v queue, %s", tc.name, tc.rate, tc.queue, tc.cc), tr)
-			}
 			t0 := invs[0].At
 			var from, to Info
 			var est, stack []rate.Bitrate
@@ -327,6 +325,10 @@ func TestDrainOnPath(t *testing.T) {
 				}
 			}
 			want := payloadRate(tc.rate, from, to)
+			if *record {
+				writeTrace(t, tc.recordAs, fmt.Sprintf("%s: video at 30 fps over a %v tbf link, %v queue, %s", tc.name, tc.rate, tc.queue, tc.cc),
+					tc.rate, want, tc.skip-tr[0].s.At.Sub(t0), tr)
+			}
 			got, kernel := median(est), median(stack)
 			t.Logf("%s: link %v, payload %v; estimate p50 %v (%.3f), kernel tcpi_delivery_rate p50 %v (%.3f); %d invitations, %d readings, retransmits %d",
 				tc.name, tc.rate, want, got, float64(got)/float64(want), kernel, float64(kernel)/float64(want), len(est), len(tr), to.TotalRetrans)
