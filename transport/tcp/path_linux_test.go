@@ -338,3 +338,43 @@ func TestDrainOnPath(t *testing.T) {
 		})
 	}
 }
+
+// TestLeadOnPath checks on a 2 Mb/s path that a lead brings the kernel's
+// wake forward: after a write of 60 kB, the invitation with a 50 ms lead
+// comes at a backlog the rule without a lead would not invite at, about
+// 50 ms of drain earlier.
+func TestLeadOnPath(t *testing.T) {
+	const r = 2 * rate.Mbps
+	p := newPath(t, r, r.Bytes(100*time.Millisecond))
+	c := p.connect(t, "cubic", Config{Mode: transport.Mode{ReplenishTime: 15 * time.Millisecond}, NoTimestamps: true})
+	// Warm up so that the estimate measures the path.
+	videoRun(t, c, 3*time.Second, 2*time.Millisecond, func(time.Duration) int { return r.Scale(1.25).Bytes(time.Second / 30) })
+	for _, lead := range []time.Duration{0, 50 * time.Millisecond} {
+		if err := c.SetLead(lead); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := c.Write(1, make([]byte, 60000)); err != nil {
+			t.Fatal(err)
+		}
+		inv, err := c.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := inv.DrainRate.Bytes(15*time.Millisecond) / 2
+		t.Logf("lead %v: invited after %v at %d unsent (limit %d, half the threshold %d; %v of drain), wake %v, drain %v",
+			lead, inv.At.Sub(start), inv.Unsent, inv.Threshold, half, inv.DrainRate.Duration(inv.Unsent), inv.Wake, inv.DrainRate)
+		if inv.Wake != transport.WakeKernel || inv.Unsent > inv.Threshold {
+			t.Errorf("lead %v: invitation %+v, want a kernel wake at or below its threshold", lead, inv)
+		}
+		if lead > 0 && inv.Unsent <= half {
+			t.Errorf("lead %v: invited at %d unsent, where the rule without a lead (%d) would have invited too", lead, inv.Unsent, half)
+		}
+		if lead > 0 && inv.Unsent < inv.DrainRate.Bytes(lead/2) {
+			t.Errorf("lead %v: invited at %d unsent, less than half the lead's drain (%d)", lead, inv.Unsent, inv.DrainRate.Bytes(lead/2))
+		}
+	}
+}

@@ -6,7 +6,12 @@
 // reports when each frame's last byte left the host (SO_TIMESTAMPING).
 //
 // The invitation rule lives in one pure function, Decide, so that a kernel
-// with a real TCP_REPLENISH_TIME could replace it. Invitations are
+// with a real TCP_REPLENISH_TIME could replace it. Its drain rate comes from
+// transport/drain's estimator, fed a TCP_INFO reading at every wake and
+// before every write, rather than from the kernel's tcpi_delivery_rate
+// (Mode.Kernel keeps the kernel's, as the measured kernel implementation
+// does). An application that needs time to produce what it writes declares
+// it with SetLead and is invited that much earlier. Invitations are
 // notification only: they never limit a write.
 //
 // Conn needs Linux; elsewhere New and Dial return ErrUnsupported.
