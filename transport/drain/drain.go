@@ -49,6 +49,8 @@
 package drain
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -162,6 +164,20 @@ func (s Source) String() string {
 
 // MarshalText returns String's form, so that a Source is a string in JSON.
 func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// ErrSource is returned by UnmarshalText for text that names no Source.
+var ErrSource = errors.New("drain: unknown source")
+
+// UnmarshalText reads String's form back.
+func (s *Source) UnmarshalText(text []byte) error {
+	for v := SourceNone; v <= SourceStack; v++ {
+		if v.String() == string(text) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %q", ErrSource, text)
+}
 
 // Estimate is the Estimator's output.
 type Estimate struct {

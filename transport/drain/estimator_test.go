@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -267,11 +268,20 @@ func TestEstimatorBounded(t *testing.T) {
 	}
 }
 
-func TestSourceString(t *testing.T) {
+func TestSourceText(t *testing.T) {
 	for s, want := range map[Source]string{SourceNone: "none", SourceWindow: "window", SourceMeasured: "measured",
 		SourceWindowCapped: "window-capped", SourcePacingCapped: "pacing-capped", SourceStack: "stack", Source(42): "Source(42)"} {
 		if got := s.String(); got != want {
 			t.Errorf("%d: %q, want %q", int(s), got, want)
+		}
+		b, _ := s.MarshalText()
+		var back Source
+		err := back.UnmarshalText(b)
+		if s <= SourceStack && (err != nil || back != s) {
+			t.Errorf("%v: round trip %v, %v", s, back, err)
+		}
+		if s > SourceStack && !errors.Is(err, ErrSource) {
+			t.Errorf("%q read back as %v, %v", b, back, err)
 		}
 	}
 }
