@@ -291,7 +291,9 @@ func KernelEstimate(i Info) drain.Estimate {
 // acknowledged above a hole: then tcpi_bytes_acked waits for the repair.
 // In flight is the bytes sent for the first time less those acknowledged;
 // a kernel too old to report tcpi_bytes_sent (before 4.19) gives
-// unacknowledged segments times the MSS instead.
+// unacknowledged segments times the MSS instead. The kernel's app-limited
+// bit is not an input: it describes the delivery-rate sample the kernel
+// kept, which while the sender is application-limited is the stale one.
 func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
 	backlog := 1
 	if nagle && i.MSS > 0 {
