@@ -312,7 +312,8 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 			return true
 		}
 		c.noteInfoLocked(info)
-		d := Decide(inputFor(info, c.cfg))
+		in := inputFor(info, c.cfg, c.drainOut, c.ruleLead())
+		d := Decide(in)
 		invite := false
 		if c.cfg.Mode.Policy == transport.Replenish {
 			invite = d.Invite || i >= maxRechecks
@@ -344,7 +345,7 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 			}
 		}
 		if invite {
-			res.inv = c.invitationLocked(info, d, wake)
+			res.inv = c.invitationLocked(info, in, d, wake)
 			return true
 		}
 		if cause != causeFirst {
