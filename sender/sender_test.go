@@ -21,6 +21,12 @@ import (
 type fakeTransport struct {
 	invite chan transport.Invitation
 	writes []write
+	leads  []time.Duration
+}
+
+func (f *fakeTransport) SetLead(d time.Duration) error {
+	f.leads = append(f.leads, d)
+	return nil
 }
 
 type write struct {
@@ -223,6 +229,26 @@ func TestReportsNameAndTimings(t *testing.T) {
 		}
 		if st := s.Status(); st.SourceDelayN != 1 || st.SourceDelayP50 != 3*time.Millisecond {
 			t.Errorf("status source delay %v over %d frames, want 3ms over 1", st.SourceDelayP50, st.SourceDelayN)
+		}
+	})
+}
+
+// Before each write the sender declares its lead: its recent encode time
+// and a margin.
+func TestDeclaresLead(t *testing.T) {
+	bubble(t, Config{}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		for range 5 {
+			f.invite <- transport.Invitation{DrainRate: rate.Mbps}
+			synctest.Wait()
+			time.Sleep(40 * time.Millisecond)
+		}
+		if len(f.leads) != len(f.writes) || len(f.writes) != 5 {
+			t.Fatalf("%d leads declared for %d writes, want one before each of 5", len(f.leads), len(f.writes))
+		}
+		for i, d := range f.leads {
+			if d < leadMargin {
+				t.Errorf("lead %d = %v, want at least the margin %v", i, d, leadMargin)
+			}
 		}
 	})
 }

@@ -145,9 +145,11 @@ func (c Config) validate() error {
 	return nil
 }
 
-// quicConfig is the quic-go configuration of a sender's connection.
-func (c Config) quicConfig() *quic.Config {
+// quicConfig is the quic-go configuration of a sender's connection; its
+// tracer keeps st.
+func (c Config) quicConfig(st *pathState) *quic.Config {
 	return &quic.Config{
+		Tracer:                st.tracer(),
 		MaxIdleTimeout:        c.IdleTimeout,
 		KeepAlivePeriod:       c.IdleTimeout / 4,
 		MaxIncomingStreams:    -1, // the viewer opens no bidirectional streams
@@ -165,11 +167,12 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	cfg = cfg.withDefaults()
 	tlsConf := cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
-	qc, err := quic.DialAddr(ctx, addr, tlsConf, cfg.quicConfig())
+	st := new(pathState)
+	qc, err := quic.DialAddr(ctx, addr, tlsConf, cfg.quicConfig(st))
 	if err != nil {
 		return nil, fmt.Errorf("quic: dialing %s: %w", addr, err)
 	}
-	c, err := newConn(qc, cfg)
+	c, err := newConn(qc, cfg, st)
 	if err != nil {
 		qc.CloseWithError(codeClosed, "")
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"replenish/framer"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // Wait blocks until the Conn invites one more frame, ctx is done or the
@@ -58,10 +59,11 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	c.sampleLocked(now)
 	inv := transport.Invitation{At: now, Wake: w, Threshold: -1}
 	var limit int64
+	e := c.est.Estimate()
+	inv.Drain = transport.DrainRecord{Input: c.drainIn, Estimate: e}
 	if c.cfg.Mode.Policy == transport.Replenish {
-		e := c.est.estimate()
-		d := decide(e.rate, c.cfg.Mode.ReplenishTime, c.lead)
-		inv.DrainRate, inv.AppLimited = e.rate, e.appLimited
+		d := decide(e.Rate, c.cfg.Mode.ReplenishTime, c.lead)
+		inv.DrainRate, inv.AppLimited, inv.Lead = e.Rate, e.AppLimited, c.lead
 		inv.RTT, inv.MinRTT = st.SmoothedRTT, st.MinRTT
 		inv.Threshold = int(min(d, 1<<31-1))
 		limit = d
@@ -86,16 +88,24 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	return inv, true, nil
 }
 
-// sampleLocked gives the drain estimator the bytes packetized so far and
-// whether the backlog stayed above zero since the previous sample. The
-// backlog only shrinks between writes, and the Conn samples before every
-// write, so a backlog above zero now was above zero throughout.
+// sampleLocked gives the drain estimator the connection's state. Delivered
+// bytes are the bytes sent less those lost and those in flight (QUIC
+// packet bytes, headers included: a few percent above the stream data they
+// carry). The backlog only shrinks between writes, and the Conn samples
+// before every write, so a backlog above zero now was above zero
+// throughout the interval since the previous sample.
 func (c *Conn) sampleLocked(now time.Time) {
 	st := c.qc.ConnectionStats()
-	c.est.add(sample{
-		at: now, delivered: c.packed.Load(), backlogged: c.unsent() > 0,
-		srtt: st.SmoothedRTT, cwnd: int64(st.CongestionWindow),
-	})
+	inFlight := c.path.inFlight.Load()
+	delivered := int64(st.BytesSent) - int64(st.BytesLost) - inFlight
+	// Lost bytes can go down (a spurious loss); delivered never does.
+	delivered = max(delivered, int64(c.drainIn.Delivered))
+	c.drainIn = drain.Sample{
+		At: now, Delivered: uint64(delivered), Acks: st.PacketsReceived, InFlight: int(inFlight),
+		Backlogged: c.unsent() > 0, Recovering: c.path.recovering.Load(),
+		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
+	}
+	c.est.Add(c.drainIn)
 }
 
 // readFeedback reads the viewer's feedback streams until the connection

@@ -102,9 +102,9 @@ type Conn struct {
 	infoBuf [infoBufLen]byte
 	oob     [oobLen]byte
 	data    [oobDataLen]byte
-	rbuf    []byte   // bytes read from the peer, not yet a whole packet
-	inbox   [][]byte // whole packets from the peer awaiting OnPacket
-	peerErr error    // why the peer's side of the stream ended; nil while open
+	in      framer.Deframer // bytes read from the peer, not yet a whole packet
+	inbox   [][]byte        // whole packets from the peer awaiting OnPacket
+	peerErr error           // why the peer's side of the stream ended; nil while open
 
 	est      *drain.Estimator
 	segsIn   uint32 // tcpi_segs_in at the latest reading
