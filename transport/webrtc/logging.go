@@ -9,8 +9,9 @@ import (
 )
 
 // pionLogs routes pion's logs to a slog.Logger, so that the library never
-// prints. pion's Info (state changes, mostly) is logged at Debug, its
-// Trace below Debug.
+// prints. pion's Info and Warn (state changes and teardown races, mostly:
+// what matters comes back as the Conn's errors) are logged at Debug, its
+// Error at Warn, its Trace below Debug.
 type pionLogs struct{ log *slog.Logger }
 
 var _ logging.LoggerFactory = pionLogs{}
@@ -36,7 +37,7 @@ func (l scopedLog) Debug(msg string)                  { l.logf(slog.LevelDebug, 
 func (l scopedLog) Debugf(format string, args ...any) { l.logf(slog.LevelDebug, format, args...) }
 func (l scopedLog) Info(msg string)                   { l.logf(slog.LevelDebug, "%s", msg) }
 func (l scopedLog) Infof(format string, args ...any)  { l.logf(slog.LevelDebug, format, args...) }
-func (l scopedLog) Warn(msg string)                   { l.logf(slog.LevelWarn, "%s", msg) }
-func (l scopedLog) Warnf(format string, args ...any)  { l.logf(slog.LevelWarn, format, args...) }
-func (l scopedLog) Error(msg string)                  { l.logf(slog.LevelError, "%s", msg) }
-func (l scopedLog) Errorf(format string, args ...any) { l.logf(slog.LevelError, format, args...) }
+func (l scopedLog) Warn(msg string)                   { l.logf(slog.LevelDebug, "%s", msg) }
+func (l scopedLog) Warnf(format string, args ...any)  { l.logf(slog.LevelDebug, format, args...) }
+func (l scopedLog) Error(msg string)                  { l.logf(slog.LevelWarn, "%s", msg) }
+func (l scopedLog) Errorf(format string, args ...any) { l.logf(slog.LevelWarn, format, args...) }
