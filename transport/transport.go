@@ -1,5 +1,5 @@
 // Package transport holds the values that pass between the sender loop and
-// the transports that carry its frames (TCP now, QUIC later). The sender loop
+// the transports that carry its frames (TCP, QUIC and WebRTC). The sender loop
 // defines the interface it drives; transports return these types.
 package transport
 
@@ -58,6 +58,15 @@ type Invitation struct {
 	// application's declared lead; zero in a kernel-faithful mode).
 	Lead time.Duration
 	Wake Wake
+
+	// Target says that DrainRate is not a measurement of the path but a
+	// congestion controller's target rate (WebRTC's send-side bandwidth
+	// estimate), to be followed as is: the controller already probes
+	// for bandwidth and backs off on queueing and loss, so the sender
+	// aims its encoder at DrainRate without corrections of its own.
+	// Such a transport invites every source frame.
+	Target bool
+
 	// Drain records the drain-rate estimator's latest input and output.
 	Drain DrainRecord
 }
