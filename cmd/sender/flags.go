@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -21,7 +22,9 @@ import (
 type options struct {
 	to        string
 	name      string
-	transport string // "tcp" or "quic"
+	transport string // "tcp", "quic" or "webrtc"
+	token     string // WebRTC: the WHIP endpoint's bearer token
+	probe     string // where clock probes go; empty: none
 	mode      transport.Mode
 	pin       certs.Fingerprint // QUIC: the viewer's certificate
 	ca        string            // QUIC: a file of authorities instead of a pin
@@ -35,11 +38,11 @@ type options struct {
 
 // rawFlags are the flags as typed, before checking.
 type rawFlags struct {
-	mode, bitrate, maxRes, pin string
-	replenish                  time.Duration
-	lowat                      int
-	nodelay                    bool
-	set                        map[string]bool // flags given on the command line
+	mode, bitrate, maxRes, pin, probe string
+	replenish                         time.Duration
+	lowat                             int
+	nodelay                           bool
+	set                               map[string]bool // flags given on the command line
 }
 
 func parseFlags(args []string, out io.Writer) (options, error) {
@@ -51,9 +54,11 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		fmt.Fprintf(out, "usage: sender [flags]\n\nSends a synthetic VP8 stream to a viewer, one frame per invitation.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `host:port` to send to (TCP, or UDP for QUIC; clock probes go to it over UDP)")
+	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `address` to send to: host:port (TCP, or UDP for QUIC), or the WHIP URL for WebRTC (http://host:8080/whip)")
 	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
-	fs.StringVar(&o.transport, "transport", "tcp", "`transport`: tcp, or quic (RTP over QUIC; needs -pin or -ca)")
+	fs.StringVar(&o.transport, "transport", "tcp", "`transport`: tcp, quic (RTP over QUIC; needs -pin or -ca) or webrtc (WHIP, pion's congestion control, for comparison)")
+	fs.StringVar(&o.token, "token", os.Getenv("REPLENISH_TOKEN"), "WebRTC: the viewer's `token`, sent as a bearer token (default $REPLENISH_TOKEN)")
+	fs.StringVar(&r.probe, "probe", "", "clock probes to this UDP `host:port` (default: -to for tcp and quic; none for webrtc unless given: the viewer's -listen address)")
 	fs.StringVar(&r.mode, "mode", "replenish", "send buffer policy: replenish, lowat (TCP) or default, expire=DURATION (QUIC), or a full form such as replenish=15ms, lowat=15000, default+nagle")
 	fs.DurationVar(&r.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
 	fs.IntVar(&r.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
@@ -83,8 +88,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 // check validates the flags and fills the parsed fields of o.
 func (o *options) check(r rawFlags) error {
 	var err error
-	if _, _, err := net.SplitHostPort(o.to); err != nil {
-		return fmt.Errorf("-to %q: want host:port: %v", o.to, err)
+	if err := o.checkAddress(r); err != nil {
+		return err
 	}
 	if o.fps < 1 || o.fps > 120 {
 		return fmt.Errorf("-fps %d: want 1 to 120", o.fps)
@@ -106,6 +111,28 @@ func (o *options) check(r rawFlags) error {
 		return err
 	}
 	return o.checkTransport(r)
+}
+
+// checkAddress checks -to and -probe for the transport.
+func (o *options) checkAddress(r rawFlags) error {
+	if o.transport == "webrtc" {
+		u, err := url.Parse(o.to)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("-to %q: -transport webrtc wants the WHIP URL, e.g. http://127.0.0.1:8080/whip", o.to)
+		}
+	} else if _, _, err := net.SplitHostPort(o.to); err != nil {
+		return fmt.Errorf("-to %q: want host:port: %v", o.to, err)
+	}
+	o.probe = r.probe
+	if o.probe == "" && o.transport != "webrtc" {
+		o.probe = o.to
+	}
+	if o.probe != "" {
+		if _, _, err := net.SplitHostPort(o.probe); err != nil {
+			return fmt.Errorf("-probe %q: want host:port: %v", o.probe, err)
+		}
+	}
+	return nil
 }
 
 // parseMode reads -mode with its helpers -replenish, -lowat and -nodelay.
@@ -147,7 +174,16 @@ func parseMode(r rawFlags) (transport.Mode, error) {
 // checkTransport checks that the mode suits the transport and that QUIC
 // has a way to verify the viewer.
 func (o *options) checkTransport(r rawFlags) error {
+	if o.transport != "webrtc" && o.token != "" && r.set["token"] {
+		return errors.New("-token applies to -transport webrtc")
+	}
 	switch o.transport {
+	case "webrtc":
+		if r.set["mode"] || r.set["replenish"] || r.set["lowat"] || r.set["nodelay"] || r.pin != "" || o.ca != "" {
+			return errors.New("-transport webrtc takes no -mode, -replenish, -lowat, -nodelay, -pin or -ca: pion's congestion control sets the rate and DTLS fingerprints come in the SDP")
+		}
+		o.mode = transport.Mode{Policy: transport.Default}
+		return nil
 	case "tcp":
 		if o.mode.Policy == transport.Expire {
 			return fmt.Errorf("-mode %v: expire is a QUIC mode (-transport quic)", o.mode)
@@ -158,7 +194,7 @@ func (o *options) checkTransport(r rawFlags) error {
 		return nil
 	case "quic":
 	default:
-		return fmt.Errorf("-transport %q: want tcp or quic", o.transport)
+		return fmt.Errorf("-transport %q: want tcp, quic or webrtc", o.transport)
 	}
 	switch {
 	case o.mode.Policy == transport.Lowat || o.mode.Nagle || o.mode.NoSubMSS:

@@ -25,6 +25,7 @@ import (
 	"replenish/transport"
 	"replenish/transport/quic"
 	"replenish/transport/tcp"
+	"replenish/transport/webrtc"
 )
 
 // The sender's encoder is libvpx's.
@@ -106,7 +107,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log.Info("sending", "to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes)
 	err = s.Connect(ctx, sender.ConnectConfig{
-		Dial: dial, ProbeAddr: o.to, Logger: log,
+		Dial: dial, ProbeAddr: o.probe, Logger: log,
 		OnConnect: func() { st.setConn("connected") },
 		OnDisconnect: func(c transport.Counters, err error) {
 			st.setConn(fmt.Sprintf("disconnected: %v", err))
@@ -145,8 +146,11 @@ func isTerminal(w io.Writer) bool {
 
 // dialer returns the dial function of the chosen transport.
 func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
-	if o.transport == "tcp" {
+	switch o.transport {
+	case "tcp":
 		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Logger: log}), nil
+	case "webrtc":
+		return webrtc.Dialer(o.to, webrtc.Config{Token: o.token, Name: o.name, InitialBitrate: o.start, Logger: log}), nil
 	}
 	roots, err := o.roots()
 	if err != nil {

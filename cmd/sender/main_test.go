@@ -51,7 +51,12 @@ func TestParseFlags(t *testing.T) {
 		{name: "quic nagle", args: []string{"-transport", "quic", "-pin", pin, "-nodelay=false"}, wantErr: "TCP's"},
 		{name: "tcp expire", args: []string{"-mode", "expire=1s"}, wantErr: "QUIC mode"},
 		{name: "tcp pin", args: []string{"-pin", pin}, wantErr: "-transport quic"},
-		{name: "unknown transport", args: []string{"-transport", "sctp"}, wantErr: "tcp or quic"},
+		{name: "unknown transport", args: []string{"-transport", "sctp"}, wantErr: "tcp, quic or webrtc"},
+		{name: "webrtc", args: []string{"-transport", "webrtc", "-to", "http://127.0.0.1:8080/whip"}, mode: "default", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "webrtc host:port", args: []string{"-transport", "webrtc", "-to", "127.0.0.1:8080"}, wantErr: "WHIP URL"},
+		{name: "webrtc with a mode", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-mode", "default"}, wantErr: "no -mode"},
+		{name: "webrtc bad probe", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-probe", "h"}, wantErr: "-probe"},
+		{name: "tcp token", args: []string{"-token", "x"}, wantErr: "-transport webrtc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args, io.Discard)
