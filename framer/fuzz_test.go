@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -303,6 +304,233 @@ func FuzzPacketizeRoundTrip(f *testing.F) {
 			if err == nil && (fr == nil || !bytes.Equal(fr.Data, frame) || fr.Timestamp != ts || !fr.Capture.Equal(testEpoch)) {
 				t.Fatalf("frame %+v not the one sent", fr)
 			}
+		}
+	})
+}
+
+// pieceSizes turns fuzz bytes into the sizes of the pieces a stream
+// arrives in: 1 to 256 bytes each, cycled; none means all at once.
+func pieceSizes(cuts []byte) []int {
+	var s []int
+	for _, c := range cuts {
+		s = append(s, int(c)+1)
+	}
+	return s
+}
+
+// cutReader delivers b in pieces of the given sizes, cycled.
+type cutReader struct {
+	b     []byte
+	sizes []int
+	i     int
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	if len(c.sizes) > 0 {
+		p = p[:min(len(p), c.sizes[c.i%len(c.sizes)])]
+		c.i++
+	}
+	n := copy(p, c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// refRFC4571 splits a whole RFC 4571 stream the plain way. clean is false
+// if the stream ends inside a packet.
+func refRFC4571(s []byte) (ev []event, clean bool) {
+	for len(s) >= 2 {
+		n := int(s[0])<<8 | int(s[1])
+		switch {
+		case n == 0:
+			ev = append(ev, event{err: ErrEmptyPacket})
+		case len(s) < 2+n:
+			return ev, false
+		default:
+			ev = append(ev, event{pkt: s[2 : 2+n]})
+		}
+		s = s[2+n:]
+	}
+	return ev, len(s) == 0
+}
+
+// refVarint decodes a QUIC variable-length integer the plain way.
+func refVarint(b []byte) (v uint64, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	n = []int{1, 2, 4, 8}[b[0]>>6]
+	if len(b) < n {
+		return 0, 0, false
+	}
+	v = uint64(b[0] & 0x3F)
+	for i := 1; i < n; i++ {
+		v = v*256 + uint64(b[i])
+	}
+	return v, n, true
+}
+
+// refRoQ splits a whole RoQ stream the plain way. A length over
+// MaxPacketSize ends it with an ErrPacketTooLarge event.
+func refRoQ(s []byte) (flow uint64, hasFlow bool, ev []event, clean bool) {
+	flow, n, hasFlow := refVarint(s)
+	if !hasFlow {
+		return 0, false, nil, false
+	}
+	for s = s[n:]; len(s) > 0; {
+		l, n, ok := refVarint(s)
+		switch {
+		case !ok:
+			return flow, true, ev, false
+		case l == 0:
+			ev = append(ev, event{err: ErrEmptyPacket})
+		case l > MaxPacketSize:
+			return flow, true, append(ev, event{err: ErrPacketTooLarge}), false
+		case uint64(len(s)-n) < l:
+			return flow, true, ev, false
+		default:
+			ev = append(ev, event{pkt: s[n : n+int(l)]})
+		}
+		s = s[n+int(l):]
+	}
+	return flow, true, ev, true
+}
+
+// checkReaderAgrees reads stream in pieces with f's blocking reader and
+// checks that it gives want, and ends as a stream that is clean or not.
+func checkReaderAgrees(t *testing.T, f format, stream []byte, sizes []int, want []event, clean bool) {
+	got, err := readAll(f, &cutReader{b: stream, sizes: sizes})
+	if n := len(want); n > 0 && errors.Is(want[n-1].err, ErrPacketTooLarge) {
+		if !errors.Is(err, ErrPacketTooLarge) {
+			t.Fatalf("reader ended with %v, want ErrPacketTooLarge", err)
+		}
+		want = want[:n-1]
+	} else if clean != (err == io.EOF) || !clean && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reader ended with %v; clean end %v", err, clean)
+	}
+	if e := sameEvents(got, want); e != nil {
+		t.Fatalf("reader: %v", e)
+	}
+}
+
+// FuzzDeframer checks the RFC 4571 Deframer, fed in pieces, and Reader
+// against a plain split of the whole stream.
+func FuzzDeframer(f *testing.F) {
+	s, _, _ := buildStream(f, formats[0], 1, 300, 64)
+	f.Add(s, []byte{})
+	f.Add(s, []byte{0, 1, 2})
+	f.Add([]byte{0, 0, 0, 1, 0x80, 0}, []byte{0})
+	f.Add([]byte{0xFF, 0xFF, 1, 2, 3}, []byte{200})
+	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+		want, clean := refRFC4571(stream)
+		sizes := pieceSizes(cuts)
+		for _, useFree := range []bool{false, true} {
+			got, end := feedPieces(t, formats[0], stream, sizes, useFree)
+			if err := sameEvents(got, want); err != nil {
+				t.Fatalf("Free %v: %v", useFree, err)
+			}
+			if clean != (end == nil) || end != nil && !errors.Is(end, io.ErrUnexpectedEOF) {
+				t.Fatalf("Free %v: End = %v; clean end %v", useFree, end, clean)
+			}
+		}
+		checkReaderAgrees(t, formats[0], stream, sizes, want, clean)
+	})
+}
+
+// FuzzRoQStream checks the RoQDeframer, fed in pieces, and RoQReader
+// against a plain split of the whole stream.
+func FuzzRoQStream(f *testing.F) {
+	s, _, _ := buildStream(f, formats[1], 1, 300, 64)
+	f.Add(s, []byte{})
+	f.Add(s, []byte{0, 1, 2})
+	f.Add([]byte{0x00, 0x00, 0x01, 0x80}, []byte{0})
+	f.Add([]byte{0x40, 0x01, 0x80, 0x01, 0x00, 0x00, 0x01}, []byte{1})
+	f.Add([]byte{0xC0, 0, 0, 0, 0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, []byte{})
+	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+		flow, hasFlow, want, clean := refRoQ(stream)
+		sizes := pieceSizes(cuts)
+		for _, useFree := range []bool{false, true} {
+			got, end := feedPieces(t, formats[1], stream, sizes, useFree)
+			if err := sameEvents(got, want); err != nil {
+				t.Fatalf("Free %v: %v", useFree, err)
+			}
+			if clean != (end == nil) {
+				t.Fatalf("Free %v: End = %v; clean end %v", useFree, end, clean)
+			}
+		}
+		var d RoQDeframer
+		d.Feed(stream)
+		if id, ok := d.Flow(); ok != hasFlow || id != flow {
+			t.Fatalf("Flow = %d, %v; want %d, %v", id, ok, flow, hasFlow)
+		}
+		checkReaderAgrees(t, formats[1], stream, sizes, want, clean)
+	})
+}
+
+// FuzzRoQDatagram checks that what ParseRoQDatagram accepts is the flow
+// identifier and the rest, and appends back to the same datagram.
+func FuzzRoQDatagram(f *testing.F) {
+	dg, _ := AppendRoQDatagram(nil, 64, []byte{0x80, 0x60, 0, 1})
+	f.Add(dg)
+	f.Add([]byte{0x00, 0x81})
+	f.Add([]byte{0x80, 0, 0, 1})
+	f.Add([]byte{0x25})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		flow, pkt, err := ParseRoQDatagram(b)
+		v, n, ok := refVarint(b)
+		if err != nil {
+			switch {
+			case flow != 0 || pkt != nil:
+				t.Fatalf("flow %d and %d bytes with %v", flow, len(pkt), err)
+			case !ok && errors.Is(err, ErrVarintTruncated),
+				ok && len(b) == n && errors.Is(err, ErrEmptyPacket),
+				ok && len(b)-n > MaxPacketSize && errors.Is(err, ErrPacketTooLarge):
+				return
+			}
+			t.Fatalf("error %v for a datagram of %d bytes", err, len(b))
+		}
+		if !ok || flow != v || !bytes.Equal(pkt, b[n:]) {
+			t.Fatalf("flow %d and %d bytes from %x", flow, len(pkt), b)
+		}
+		back, err := AppendRoQDatagram(nil, flow, pkt)
+		if err != nil || len(back) > len(b) || VarintLen(flow) == n && !bytes.Equal(back, b) {
+			t.Fatalf("appended back to %x, %v; from %x", back, err, b)
+		}
+	})
+}
+
+// FuzzVarint checks ParseVarint against the plain decoding, and that
+// AppendVarint round-trips every value in range and refuses the rest.
+func FuzzVarint(f *testing.F) {
+	f.Add([]byte{0x25}, uint64(0))
+	f.Add([]byte{0x40, 0x25}, uint64(63))
+	f.Add([]byte{0x9d, 0x7f, 0x3e, 0x7d}, uint64(1<<30))
+	f.Add([]byte{0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c}, uint64(MaxVarint+1))
+	f.Add([]byte{0xc2, 0x19}, uint64(math.MaxUint64))
+	f.Fuzz(func(t *testing.T, b []byte, x uint64) {
+		v, n, err := ParseVarint(b)
+		rv, rn, ok := refVarint(b)
+		if ok != (err == nil) || v != rv || n != rn || err != nil && !errors.Is(err, ErrVarintTruncated) {
+			t.Fatalf("ParseVarint(%x) = %d, %d, %v; want %d, %d, %v", b, v, n, err, rv, rn, ok)
+		}
+		if ok {
+			enc, err := AppendVarint(nil, v)
+			if err != nil || len(enc) > n || len(enc) == n && !bytes.Equal(enc, b[:n]) {
+				t.Fatalf("%x decodes to %d, which encodes to %x, %v", b[:n], v, enc, err)
+			}
+		}
+		enc, err := AppendVarint(nil, x)
+		if x > MaxVarint {
+			if !errors.Is(err, ErrVarintRange) || enc != nil {
+				t.Fatalf("AppendVarint(%#x) = %x, %v", x, enc, err)
+			}
+			return
+		}
+		back, m, perr := ParseVarint(enc)
+		if err != nil || perr != nil || back != x || m != len(enc) || m != VarintLen(x) {
+			t.Fatalf("%d encodes to %x (%v), decodes to %d in %d bytes (%v)", x, enc, err, back, m, perr)
 		}
 	})
 }

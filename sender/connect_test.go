@@ -59,6 +59,7 @@ func (c *fakeConn) WriteFrame(id uint64, pkts [][]byte) error {
 }
 
 func (c *fakeConn) Poll() error                  { return nil }
+func (c *fakeConn) SetLead(time.Duration) error  { return nil }
 func (c *fakeConn) Counters() transport.Counters { return transport.Counters{} }
 func (c *fakeConn) Close() error {
 	c.mu.Lock()

@@ -30,6 +30,9 @@ type Transport interface {
 	// packets) in one write. Send records for it reach the sender through
 	// its Sent method, which the transport calls later.
 	WriteFrame(id uint64, pkts [][]byte) error
+	// SetLead declares how long the sender needs from an invitation to its
+	// write (see transport.Conn).
+	SetLead(d time.Duration) error
 }
 
 // Config configures a Sender. Zero values mean the stated defaults.
@@ -100,6 +103,7 @@ type Sender struct {
 	enc  Encoder // owned by Run's goroutine
 	// lastWasKey says the previous frame was a keyframe; Run's goroutine.
 	lastWasKey bool
+	lead       leadMeter // encode times; Run's goroutine
 	keyReq     atomic.Bool
 	offset     atomic.Int64 // viewer clock minus sender clock, ns; see SetClockOffset
 
@@ -326,6 +330,9 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	s.encoded.Add(ef.End, 1)
 	s.mu.Unlock()
 
+	if err := t.SetLead(s.lead.add(ef.End.Sub(ef.Start))); err != nil {
+		return err
+	}
 	return t.WriteFrame(id, append(pkts, mpkts...))
 }
 

@@ -22,6 +22,12 @@ import (
 type fakeTransport struct {
 	invite chan transport.Invitation
 	writes []write
+	leads  []time.Duration
+}
+
+func (f *fakeTransport) SetLead(d time.Duration) error {
+	f.leads = append(f.leads, d)
+	return nil
 }
 
 type write struct {
@@ -245,4 +251,24 @@ func TestNewRejectsBadText(t *testing.T) {
 			t.Errorf("New(name %q, mode %q): err = %v, want ErrBadName", tc.name, tc.mode, err)
 		}
 	}
+}
+
+// Before each write the sender declares its lead: its recent encode time
+// and a margin.
+func TestDeclaresLead(t *testing.T) {
+	bubble(t, Config{}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		for range 5 {
+			f.invite <- transport.Invitation{DrainRate: rate.Mbps}
+			synctest.Wait()
+			time.Sleep(40 * time.Millisecond)
+		}
+		if len(f.leads) != len(f.writes) || len(f.writes) != 5 {
+			t.Fatalf("%d leads declared for %d writes, want one before each of 5", len(f.leads), len(f.writes))
+		}
+		for i, d := range f.leads {
+			if d < leadMargin {
+				t.Errorf("lead %d = %v, want at least the margin %v", i, d, leadMargin)
+			}
+		}
+	})
 }

@@ -1,6 +1,9 @@
 package transport
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Handler receives what a connection reports besides its invitations. The
 // transport calls each function from the goroutine that drives the
@@ -27,6 +30,11 @@ type Conn interface {
 	// the frame's media packets) as one unit. In replenish mode it never
 	// blocks on the network. id names the frame in its SendRecord.
 	WriteFrame(id uint64, pkts [][]byte) error
+	// SetLead declares how long the sender needs from an invitation to
+	// its write (its production time: the encode), so that a managed
+	// transport invites that much earlier; see transport/tcp's Decide. It
+	// returns an error for a negative lead.
+	SetLead(d time.Duration) error
 	// Poll delivers the send records and peer packets that arrived since
 	// the last call and returns the error that ended the peer's side of
 	// the connection, if it has ended.

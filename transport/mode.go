@@ -18,7 +18,7 @@ const DefaultReplenishTime = 15 * time.Millisecond
 var DefaultMode = Mode{Policy: Replenish, ReplenishTime: DefaultReplenishTime}
 
 // ErrMode is returned by ParseMode for text that is not a mode.
-var ErrMode = errors.New("transport: invalid mode (want replenish[=DUR], lowat=BYTES, expire=DUR or default, with options +nagle, +nosubmss, +sndbuf=BYTES)")
+var ErrMode = errors.New("transport: invalid mode (want replenish[=DUR], lowat=BYTES, expire=DUR or default, with options +kernel, +nagle, +nosubmss, +sndbuf=BYTES)")
 
 // Policy says how a transport manages the sender's buffer.
 type Policy int
@@ -75,6 +75,13 @@ type Mode struct {
 	NoSubMSS bool
 	// SendBuffer, if positive, fixes SO_SNDBUF in bytes (TCP).
 	SendBuffer int
+	// Kernel makes Replenish's invitation rule exactly that of the
+	// measured kernel implementation of TCP_REPLENISH_TIME (seeds/000):
+	// the stack's own delivery-rate sample as the drain rate and half the
+	// threshold as the wake, with no lead for the application's production
+	// time. It reproduces that kernel's behaviour (the Nagle trap among
+	// it) for comparison runs.
+	Kernel bool
 }
 
 // Replenishing returns the replenish time of a Replenish mode, with the
@@ -91,8 +98,9 @@ func (m Mode) Replenishing() time.Duration {
 
 // ParseMode reads a mode as the command line and scenario files give it:
 // "replenish=15ms", "replenish" (15 ms), "lowat=15000" (bytes),
-// "expire=100ms" or "default", each optionally followed by "+nagle" (then
-// "+nosubmss") and "+sndbuf=BYTES". Errors wrap ErrMode.
+// "expire=100ms" or "default", each optionally followed by "+kernel"
+// (replenish only), "+nagle" (then "+nosubmss") and "+sndbuf=BYTES". Errors
+// wrap ErrMode.
 func ParseMode(s string) (Mode, error) {
 	parts := strings.Split(strings.TrimSpace(s), "+")
 	m, err := parsePolicy(parts[0])
@@ -103,6 +111,9 @@ func ParseMode(s string) (Mode, error) {
 		if err := m.parseOption(opt); err != nil {
 			return Mode{}, err
 		}
+	}
+	if m.Kernel && m.Policy != Replenish {
+		return Mode{}, fmt.Errorf("%w: +kernel applies to replenish only, not %v", ErrMode, m.Policy)
 	}
 	return m, nil
 }
@@ -177,6 +188,10 @@ func (m *Mode) parseOption(opt string) error {
 		return nil
 	}
 	switch {
+	case opt == "kernel" && !m.Kernel:
+		m.Kernel = true
+	case opt == "kernel":
+		return fmt.Errorf("%w: +kernel repeated", ErrMode)
 	case opt == "nagle" && !m.Nagle:
 		m.Nagle = true
 	case opt == "nosubmss" && m.Nagle && !m.NoSubMSS:
@@ -186,20 +201,24 @@ func (m *Mode) parseOption(opt string) error {
 	case opt == "nagle":
 		return fmt.Errorf("%w: +nagle repeated", ErrMode)
 	default:
-		return fmt.Errorf("%w: unknown option %q (want +nagle, +nosubmss or +sndbuf=BYTES)", ErrMode, "+"+opt)
+		return fmt.Errorf("%w: unknown option %q (want +kernel, +nagle, +nosubmss or +sndbuf=BYTES)", ErrMode, "+"+opt)
 	}
 	return nil
 }
 
 // String returns m's canonical form, which ParseMode reads back:
 // "replenish=15ms", "lowat=15000", "expire=100ms" or "default", with
-// "+nagle", "+nosubmss" and "+sndbuf=BYTES" appended when set. A zero
-// ReplenishTime prints as its default.
+// "+kernel" (replenish only), "+nagle", "+nosubmss" and "+sndbuf=BYTES"
+// appended in that order when set. A zero ReplenishTime prints as its
+// default.
 func (m Mode) String() string {
 	var b strings.Builder
 	switch m.Policy {
 	case Replenish:
 		b.WriteString("replenish=" + m.Replenishing().String())
+		if m.Kernel {
+			b.WriteString("+kernel")
+		}
 	case Lowat:
 		b.WriteString("lowat=" + strconv.Itoa(m.Lowat))
 	case Expire:

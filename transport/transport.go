@@ -1,5 +1,5 @@
 // Package transport holds the values that pass between the sender loop and
-// the transports that carry its frames (TCP now, QUIC later). The sender loop
+// the transports that carry its frames (TCP, QUIC and WebRTC). The sender loop
 // defines the interface it drives; transports return these types.
 package transport
 
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"replenish/rate"
+	"replenish/transport/drain"
 )
 
 // Wake says what ended a wait for an invitation.
@@ -37,17 +38,49 @@ func (w Wake) String() string {
 
 // Invitation is the transport's offer to take one more frame now. A
 // transport that does not manage its source buffer (TCP's default and lowat
-// modes) leaves DrainRate, AppLimited, RTT and MinRTT zero: it models an
-// application that has no view of the path.
+// modes) leaves DrainRate, AppLimited, RTT, MinRTT and Lead zero: it models
+// an application that has no view of the path. Drain is filled in every
+// mode, for the records.
 type Invitation struct {
-	At         time.Time     // when the transport decided to invite
-	DrainRate  rate.Bitrate  // estimated rate at which the backlog drains; 0 if unknown
-	AppLimited bool          // the latest rate sample was application-limited
+	At time.Time // when the transport decided to invite
+	// DrainRate is the estimated rate at which the backlog drains; 0 if
+	// unknown. It is Drain.Estimate.Rate, or Drain.StackRate in a
+	// kernel-faithful mode.
+	DrainRate rate.Bitrate
+	// AppLimited reports that DrainRate does not come from a recent
+	// window in which the sender stayed backlogged (drain.Estimate).
+	AppLimited bool
 	Unsent     int           // bytes accepted by the transport but not yet sent
 	Threshold  int           // bytes: the unsent level at or below which it invites
 	RTT        time.Duration // smoothed round-trip time; 0 if unknown
 	MinRTT     time.Duration // smallest round trip seen; 0 if unknown
-	Wake       Wake
+	// Lead is the production time the invitation allowed for (the
+	// application's declared lead; zero in a kernel-faithful mode).
+	Lead time.Duration
+	Wake Wake
+
+	// Target says that DrainRate is not a measurement of the path but a
+	// congestion controller's target rate (WebRTC's send-side bandwidth
+	// estimate), to be followed as is: the controller already probes
+	// for bandwidth and backs off on queueing and loss, so the sender
+	// aims its encoder at DrainRate without corrections of its own.
+	// Such a transport invites every source frame.
+	Target bool
+
+	// Drain records the drain-rate estimator's latest input and output.
+	Drain DrainRecord
+}
+
+// DrainRecord is what a transport's drain-rate estimate rests on, as of one
+// decision: what a per-frame record carries to explain a DrainRate.
+type DrainRecord struct {
+	Input    drain.Sample   // the estimator's latest sample
+	Estimate drain.Estimate // its output after that sample
+	// StackRate and StackAppLimited are the transport stack's own
+	// delivery-rate sample (TCP: tcpi_delivery_rate and its app-limited
+	// bit), for comparison; zero where the stack has none.
+	StackRate       rate.Bitrate
+	StackAppLimited bool
 }
 
 // SendRecord describes one frame written to a transport.

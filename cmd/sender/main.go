@@ -15,16 +15,17 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/media/vpx"
-	"replenish/rate"
 	"replenish/sender"
 	"replenish/transport"
+	"replenish/transport/quic"
 	"replenish/transport/tcp"
+	"replenish/transport/webrtc"
 )
 
 // The sender's encoder is libvpx's.
@@ -32,109 +33,6 @@ var _ sender.Encoder = (*vpx.Encoder)(nil)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
-}
-
-type options struct {
-	to        string
-	name      string
-	mode      string
-	replenish time.Duration
-	lowat     int
-	nodelay   bool
-	fps       int
-	maxRes    string
-	verbose   bool
-	status    bool
-	records   string
-	bitrate   string
-	start     rate.Bitrate // parsed from bitrate
-}
-
-func parseFlags(args []string, out io.Writer) (options, transport.Mode, media.Size, error) {
-	var o options
-	fs := flag.NewFlagSet("sender", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: sender [flags]\n\nSends a synthetic VP8 stream to a viewer, one frame per invitation.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `host:port` to send to")
-	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
-	fs.StringVar(&o.mode, "mode", "replenish", "send buffer policy: replenish, lowat or default (or a full form such as replenish=15ms, lowat=15000, default+nagle)")
-	fs.DurationVar(&o.replenish, "replenish", 15*time.Millisecond, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
-	fs.IntVar(&o.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
-	fs.BoolVar(&o.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
-	fs.StringVar(&o.bitrate, "bitrate", "1mbit", "initial target `bitrate` (e.g. 500kbit, 2mbit); in default and lowat modes, which give the sender no view of the path, the target stays there")
-	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
-	fs.StringVar(&o.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
-	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
-	fs.BoolVar(&o.status, "status", true, "print a live status line")
-	fs.StringVar(&o.records, "records", "", "write one JSON line per frame sent to this `file` (for experiments)")
-	if err := fs.Parse(args); err != nil {
-		return o, transport.Mode{}, media.Size{}, err
-	}
-	if fs.NArg() > 0 {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
-	var err error
-	if _, _, err := net.SplitHostPort(o.to); err != nil {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-to %q: want host:port: %v", o.to, err)
-	}
-	if o.fps < 1 || o.fps > 120 {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-fps %d: want 1 to 120", o.fps)
-	}
-	if o.name == "" || len(o.name) > 64 {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
-	}
-	if o.start, err = rate.Parse(o.bitrate); err != nil || o.start < 10*rate.Kbps || o.start > 100*rate.Mbps {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-bitrate %q: want a rate from 10kbit to 100mbit", o.bitrate)
-	}
-	maxRes, err := media.ParseSize(o.maxRes)
-	if err == nil && !onLadder(maxRes) {
-		err = fmt.Errorf("not a rung of the ladder")
-	}
-	if err != nil {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-max-res %q: %v (ladder: %s)", o.maxRes, err, ladderSizes())
-	}
-
-	mode := o.mode
-	switch {
-	case strings.ContainsAny(mode, "=+"):
-		// A full form; the separate flags must not contradict it.
-		if set["replenish"] || set["lowat"] {
-			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q already says its parameter; drop -replenish/-lowat", mode)
-		}
-	case mode == "replenish":
-		if o.replenish <= 0 {
-			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-replenish %v: want a positive duration", o.replenish)
-		}
-		mode = fmt.Sprintf("replenish=%v", o.replenish)
-	case mode == "lowat":
-		if o.lowat <= 0 {
-			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode lowat needs -lowat BYTES > 0")
-		}
-		mode = fmt.Sprintf("lowat=%d", o.lowat)
-	}
-	if set["lowat"] && !strings.HasPrefix(mode, "lowat") {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-lowat applies only to -mode lowat")
-	}
-	if set["replenish"] && !strings.HasPrefix(mode, "replenish") {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-replenish applies only to -mode replenish")
-	}
-	m, err := transport.ParseMode(mode)
-	if err != nil {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q: %v", o.mode, err)
-	}
-	if m.Policy == transport.Expire {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q: expire is a QUIC mode", o.mode)
-	}
-	if set["nodelay"] {
-		m.Nagle = !o.nodelay
-	}
-	return o, m, maxRes, nil
 }
 
 func onLadder(sz media.Size) bool {
@@ -155,7 +53,7 @@ func ladderSizes() string {
 }
 
 func run(args []string, stderr io.Writer) int {
-	o, mode, maxRes, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -174,7 +72,7 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 
 	var rec *records
-	scfg := sender.Config{Name: o.name, MaxSize: maxRes, FPS: o.fps, Start: o.start, Logger: log,
+	scfg := sender.Config{Name: o.name, MaxSize: o.maxRes, FPS: o.fps, Start: o.start, Logger: log,
 		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
 	if o.records != "" {
 		if rec, err = openRecords(o.records); err != nil {
@@ -200,11 +98,16 @@ func run(args []string, stderr io.Writer) int {
 	done := make(chan struct{})
 	var workers []<-chan struct{}
 	workers = append(workers, goDone(func() { src.Run(ctx) }))
-	workers = append(workers, goDone(func() { st.run(ctx, done, s, o, mode) }))
+	workers = append(workers, goDone(func() { st.run(ctx, done, s, o, o.mode) }))
 
-	log.Info("sending", "to", o.to, "name", o.name, "mode", mode.String(), "nodelay", !mode.Nagle, "fps", o.fps, "max-res", maxRes)
+	dial, err := o.dialer(log)
+	if err != nil {
+		fmt.Fprintf(stderr, "sender: %v\n", err)
+		return 2
+	}
+	log.Info("sending", "to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes)
 	err = s.Connect(ctx, sender.ConnectConfig{
-		Dial: tcp.Dialer(o.to, tcp.Config{Mode: mode, Logger: log}), ProbeAddr: o.to, Logger: log,
+		Dial: dial, ProbeAddr: o.probe, Logger: log,
 		OnConnect: func() { st.setConn("connected") },
 		OnDisconnect: func(c transport.Counters, err error) {
 			st.setConn(fmt.Sprintf("disconnected: %v", err))
@@ -239,4 +142,24 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// dialer returns the dial function of the chosen transport.
+func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
+	switch o.transport {
+	case "tcp":
+		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Logger: log}), nil
+	case "webrtc":
+		return webrtc.Dialer(o.to, webrtc.Config{Token: o.token, Name: o.name, InitialBitrate: o.start, Logger: log}), nil
+	}
+	roots, err := o.roots()
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(o.to)
+	tlsConf, err := certs.ClientTLS(o.pin, roots, host, quic.ALPN)
+	if err != nil {
+		return nil, err
+	}
+	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Logger: log}), nil
 }

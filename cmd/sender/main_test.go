@@ -10,6 +10,9 @@ import (
 	"replenish/transport"
 )
 
+// pin is a well-formed fingerprint.
+var pin = "sha256:" + strings.Repeat("ab", 32)
+
 func TestParseFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -39,9 +42,25 @@ func TestParseFlags(t *testing.T) {
 		{name: "bad bitrate", args: []string{"-bitrate", "fast"}, wantErr: "-bitrate"},
 		{name: "tiny bitrate", args: []string{"-bitrate", "1kbit"}, wantErr: "-bitrate"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected"},
+		{name: "quic pinned", args: []string{"-transport", "quic", "-pin", pin}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "quic expire", args: []string{"-transport", "quic", "-pin", pin, "-mode", "expire=100ms"}, mode: "expire=100ms", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "quic without pin", args: []string{"-transport", "quic"}, wantErr: "-pin sha256"},
+		{name: "quic bad pin", args: []string{"-transport", "quic", "-pin", "sha256:00"}, wantErr: "-pin"},
+		{name: "quic pin and ca", args: []string{"-transport", "quic", "-pin", pin, "-ca", "x.pem"}, wantErr: "not both"},
+		{name: "quic lowat", args: []string{"-transport", "quic", "-pin", pin, "-mode", "lowat=1000"}, wantErr: "TCP's"},
+		{name: "quic nagle", args: []string{"-transport", "quic", "-pin", pin, "-nodelay=false"}, wantErr: "TCP's"},
+		{name: "tcp expire", args: []string{"-mode", "expire=1s"}, wantErr: "QUIC mode"},
+		{name: "tcp pin", args: []string{"-pin", pin}, wantErr: "-transport quic"},
+		{name: "unknown transport", args: []string{"-transport", "sctp"}, wantErr: "tcp, quic or webrtc"},
+		{name: "webrtc", args: []string{"-transport", "webrtc", "-to", "http://127.0.0.1:8080/whip"}, mode: "default", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "webrtc host:port", args: []string{"-transport", "webrtc", "-to", "127.0.0.1:8080"}, wantErr: "WHIP URL"},
+		{name: "webrtc with a mode", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-mode", "default"}, wantErr: "no -mode"},
+		{name: "webrtc bad probe", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-probe", "h"}, wantErr: "-probe"},
+		{name: "tcp token", args: []string{"-token", "x"}, wantErr: "-transport webrtc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, cfg, maxRes, err := parseFlags(tc.args, io.Discard)
+			o, err := parseFlags(tc.args, io.Discard)
+			cfg, maxRes := o.mode, o.maxRes
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one mentioning %q", err, tc.wantErr)
@@ -59,7 +78,8 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestModeConfigMatchesParseMode(t *testing.T) {
-	_, cfg, _, err := parseFlags([]string{"-replenish", "20ms"}, io.Discard)
+	o, err := parseFlags([]string{"-replenish", "20ms"}, io.Discard)
+	cfg := o.mode
 	if err != nil {
 		t.Fatal(err)
 	}

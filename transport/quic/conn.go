@@ -13,6 +13,7 @@ import (
 
 	"replenish/framer"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // Conn is a QUIC connection to a viewer that carries RoQ framed RTP and
@@ -23,9 +24,10 @@ import (
 // on a goroutine of the Conn's own. Counters, SetLead and Close are safe
 // from any goroutine.
 type Conn struct {
-	qc  *quic.Conn
-	cfg Config
-	log *slog.Logger
+	qc   *quic.Conn
+	cfg  Config
+	log  *slog.Logger
+	path *pathState
 
 	wake    chan struct{} // capacity 1: the backlog shrank or a frame finished
 	queued  chan struct{} // capacity 1: a frame was queued for the writer
@@ -43,7 +45,8 @@ type Conn struct {
 	queue   []*frame   // accepted and not yet handed to quic-go, oldest first
 	done    []transport.SendRecord
 	err     error // why the connection failed; nil while it works
-	est     estimator
+	est     *drain.Estimator
+	drainIn drain.Sample // the estimator's latest input
 	lead    time.Duration
 	header  bool // the media stream's flow identifier is written
 	stats   transport.Counters
@@ -72,15 +75,16 @@ type frame struct {
 
 var _ transport.Conn = (*Conn)(nil)
 
-func newConn(qc *quic.Conn, cfg Config) (*Conn, error) {
+func newConn(qc *quic.Conn, cfg Config, path *pathState) (*Conn, error) {
 	c := &Conn{
 		qc:      qc,
 		cfg:     cfg,
 		log:     cfg.Logger,
+		path:    path,
 		wake:    make(chan struct{}, 1),
 		queued:  make(chan struct{}, 1),
 		closing: make(chan struct{}),
-		est:     newEstimator(),
+		est:     drain.New(drain.Config{}),
 	}
 	c.limit.Store(-1)
 	var media *quic.SendStream
@@ -97,11 +101,16 @@ func newConn(qc *quic.Conn, cfg Config) (*Conn, error) {
 
 // SetLead declares how long the sender needs from an invitation to its
 // write (its encode time): the rule then invites that much earlier. It is
-// safe for concurrent use.
-func (c *Conn) SetLead(d time.Duration) {
+// safe for concurrent use; a negative lead is an error wrapping ErrConfig
+// and changes nothing.
+func (c *Conn) SetLead(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: negative lead %v", ErrConfig, d)
+	}
 	c.mu.Lock()
-	c.lead = max(d, 0)
+	c.lead = d
 	c.mu.Unlock()
+	return nil
 }
 
 // WriteFrame queues pkts (control packets, then one frame's media packets)
@@ -148,16 +157,17 @@ func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
 // after the flow identifier at the start of each stream.
 func (c *Conn) frameBytesLocked(f *frame, pkts [][]byte) ([]byte, error) {
 	var b []byte
+	var err error
 	if f.perFrameStream || !c.header {
-		b = appendVarint(b, FlowID)
+		if b, err = framer.AppendRoQStreamHeader(b, FlowID); err != nil {
+			return nil, err
+		}
 		c.header = c.header || !f.perFrameStream
 	}
 	for _, p := range pkts {
-		if len(p) == 0 || len(p) > framer.MaxPacketSize {
-			return nil, fmt.Errorf("quic: packet of %d bytes: %w", len(p), framer.ErrPacketTooLarge)
+		if b, err = framer.AppendRoQPacket(b, p); err != nil {
+			return nil, fmt.Errorf("quic: %w", err)
 		}
-		b = appendVarint(b, uint64(len(p)))
-		b = append(b, p...)
 	}
 	return b, nil
 }

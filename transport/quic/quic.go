@@ -20,9 +20,9 @@
 // and one stream gives the same in-order delivery that TCP gives, which
 // keeps the comparison between the two transports about buffering alone.
 // The expire mode writes each frame on a stream of its own and resets the
-// stream when the frame is older than the expiry, as Media over QUIC
-// relays do. The viewer's feedback (RTCP) arrives on a unidirectional
-// stream it opens.
+// stream (RESET_STREAM with the draft's ROQ_FRAME_CANCELLED) when the frame
+// is older than the expiry, as Media over QUIC relays do. The viewer's
+// feedback (RTCP) arrives on a unidirectional stream it opens.
 package quic
 
 import (
@@ -35,15 +35,16 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"replenish/framer"
 	"replenish/transport"
 )
 
 // ALPN is the application protocol RoQ negotiates.
-const ALPN = "roq"
+const ALPN = framer.RoQALPN
 
 // FlowID is the RoQ flow identifier of the media and its RTCP (one RTP
 // session, RTP and RTCP multiplexed per RFC 5761).
-const FlowID = 0
+const FlowID = framer.RoQSessionFlow
 
 // Errors returned by this package.
 var (
@@ -70,10 +71,11 @@ const (
 	DefaultIdleTimeout = 20 * time.Second
 )
 
-// Application error codes the Conn sends.
+// Error codes the Conn sends, the draft's (framer.RoQErrorCode).
 const (
-	codeClosed  quic.ApplicationErrorCode = 0
-	codeExpired quic.StreamErrorCode      = 0x1 // a frame's stream reset on expiry
+	codeClosed     = quic.ApplicationErrorCode(framer.RoQNoError)
+	codeBadPackets = quic.ApplicationErrorCode(framer.RoQPacketError)
+	codeExpired    = quic.StreamErrorCode(framer.RoQFrameCancelled) // a frame's stream reset on expiry
 )
 
 // Config configures a Conn. The zero value is not usable: TLS is required.
@@ -143,9 +145,11 @@ func (c Config) validate() error {
 	return nil
 }
 
-// quicConfig is the quic-go configuration of a sender's connection.
-func (c Config) quicConfig() *quic.Config {
+// quicConfig is the quic-go configuration of a sender's connection; its
+// tracer keeps st.
+func (c Config) quicConfig(st *pathState) *quic.Config {
 	return &quic.Config{
+		Tracer:                st.tracer(),
 		MaxIdleTimeout:        c.IdleTimeout,
 		KeepAlivePeriod:       c.IdleTimeout / 4,
 		MaxIncomingStreams:    -1, // the viewer opens no bidirectional streams
@@ -163,11 +167,12 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	cfg = cfg.withDefaults()
 	tlsConf := cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
-	qc, err := quic.DialAddr(ctx, addr, tlsConf, cfg.quicConfig())
+	st := new(pathState)
+	qc, err := quic.DialAddr(ctx, addr, tlsConf, cfg.quicConfig(st))
 	if err != nil {
 		return nil, fmt.Errorf("quic: dialing %s: %w", addr, err)
 	}
-	c, err := newConn(qc, cfg)
+	c, err := newConn(qc, cfg, st)
 	if err != nil {
 		qc.CloseWithError(codeClosed, "")
 		return nil, err

@@ -24,39 +24,3 @@ func decide(drain rate.Bitrate, replenish, lead time.Duration) int64 {
 	}
 	return int64(bytes)
 }
-
-// sample is what the Conn tells its drain estimator at each decision.
-type sample struct {
-	at         time.Time
-	delivered  int64 // bytes packetized so far
-	backlogged bool  // the backlog stayed above zero since the previous sample
-	srtt       time.Duration
-	cwnd       int64 // bytes
-}
-
-// estimate is a drain-rate estimate.
-type estimate struct {
-	rate       rate.Bitrate
-	appLimited bool
-}
-
-// estimator turns samples into a drain rate.
-type estimator interface {
-	add(sample)
-	estimate() estimate
-}
-
-// windowEstimator estimates the drain rate as the congestion window over
-// the smoothed round trip.
-type windowEstimator struct{ last sample }
-
-func newEstimator() estimator { return &windowEstimator{} }
-
-func (w *windowEstimator) add(s sample) { w.last = s }
-
-func (w *windowEstimator) estimate() estimate {
-	if w.last.srtt <= 0 || w.last.cwnd <= 0 {
-		return estimate{}
-	}
-	return estimate{rate: rate.FromBytesPerSecond(float64(w.last.cwnd) / w.last.srtt.Seconds()), appLimited: true}
-}

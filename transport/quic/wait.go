@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +8,10 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/quicvarint"
 
 	"replenish/framer"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // Wait blocks until the Conn invites one more frame, ctx is done or the
@@ -60,10 +59,11 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	c.sampleLocked(now)
 	inv := transport.Invitation{At: now, Wake: w, Threshold: -1}
 	var limit int64
+	e := c.est.Estimate()
+	inv.Drain = transport.DrainRecord{Input: c.drainIn, Estimate: e}
 	if c.cfg.Mode.Policy == transport.Replenish {
-		e := c.est.estimate()
-		d := decide(e.rate, c.cfg.Mode.ReplenishTime, c.lead)
-		inv.DrainRate, inv.AppLimited = e.rate, e.appLimited
+		d := decide(e.Rate, c.cfg.Mode.ReplenishTime, c.lead)
+		inv.DrainRate, inv.AppLimited, inv.Lead = e.Rate, e.AppLimited, c.lead
 		inv.RTT, inv.MinRTT = st.SmoothedRTT, st.MinRTT
 		inv.Threshold = int(min(d, 1<<31-1))
 		limit = d
@@ -88,16 +88,24 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	return inv, true, nil
 }
 
-// sampleLocked gives the drain estimator the bytes packetized so far and
-// whether the backlog stayed above zero since the previous sample. The
-// backlog only shrinks between writes, and the Conn samples before every
-// write, so a backlog above zero now was above zero throughout.
+// sampleLocked gives the drain estimator the connection's state. Delivered
+// bytes are the bytes sent less those lost and those in flight (QUIC
+// packet bytes, headers included: a few percent above the stream data they
+// carry). The backlog only shrinks between writes, and the Conn samples
+// before every write, so a backlog above zero now was above zero
+// throughout the interval since the previous sample.
 func (c *Conn) sampleLocked(now time.Time) {
 	st := c.qc.ConnectionStats()
-	c.est.add(sample{
-		at: now, delivered: c.packed.Load(), backlogged: c.unsent() > 0,
-		srtt: st.SmoothedRTT, cwnd: int64(st.CongestionWindow),
-	})
+	inFlight := c.path.inFlight.Load()
+	delivered := int64(st.BytesSent) - int64(st.BytesLost) - inFlight
+	// Lost bytes can go down (a spurious loss); delivered never does.
+	delivered = max(delivered, int64(c.drainIn.Delivered))
+	c.drainIn = drain.Sample{
+		At: now, Delivered: uint64(delivered), Acks: st.PacketsReceived, InFlight: int(inFlight),
+		Backlogged: c.unsent() > 0, Recovering: c.path.recovering.Load(),
+		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
+	}
+	c.est.Add(c.drainIn)
 }
 
 // readFeedback reads the viewer's feedback streams until the connection
@@ -113,7 +121,7 @@ func (c *Conn) readFeedback() {
 		}
 		if err := c.readFeedbackStream(s); err != nil {
 			c.fail(err)
-			c.qc.CloseWithError(codeClosed, "bad feedback")
+			c.qc.CloseWithError(codeBadPackets, "bad feedback")
 			return
 		}
 	}
@@ -121,35 +129,25 @@ func (c *Conn) readFeedback() {
 
 // readFeedbackStream reads one feedback stream to its end.
 func (c *Conn) readFeedbackStream(s *quic.ReceiveStream) error {
-	r := bufio.NewReader(s)
-	flow, err := quicvarint.Read(r)
+	r := framer.NewRoQReader(s)
+	flow, err := r.FlowID()
 	if err != nil {
 		return nil // the stream ended before its header; nothing to read
 	}
 	if flow != FlowID {
-		s.CancelRead(0)
+		s.CancelRead(quic.StreamErrorCode(framer.RoQUnknownFlowID))
 		return nil // another flow: not ours to read
 	}
-	buf := make([]byte, 0, 2048)
 	for {
-		n, err := quicvarint.Read(r)
+		pkt, err := r.ReadPacket()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("quic: reading the viewer's feedback: %w", err)
 		}
-		if n == 0 || n > framer.MaxPacketSize {
-			return fmt.Errorf("quic: the viewer sent a packet of %d bytes", n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return fmt.Errorf("quic: reading the viewer's feedback: %w", err)
-		}
 		if c.cfg.Handler.Packet != nil {
-			c.cfg.Handler.Packet(buf)
+			c.cfg.Handler.Packet(pkt)
 		}
 	}
 }
-
-func appendVarint(b []byte, v uint64) []byte { return quicvarint.Append(b, v) }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"replenish/framer"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // Options are the socket options a Conn set, as read back from the kernel.
@@ -85,6 +87,11 @@ type Conn struct {
 	// testHookStamp, if set, sees every stamp read from the error queue,
 	// with c.mu held.
 	testHookStamp func(stamp)
+	// testHookSample, if set, sees every TCP_INFO reading with the drain
+	// estimator's sample and estimate, with c.mu held.
+	testHookSample func(Info, drain.Sample, drain.Estimate)
+
+	lead atomic.Int64 // the application's lead (SetLead), in nanoseconds
 
 	mu      sync.Mutex // guards the fields below
 	stats   Stats
@@ -95,9 +102,15 @@ type Conn struct {
 	infoBuf [infoBufLen]byte
 	oob     [oobLen]byte
 	data    [oobDataLen]byte
-	rbuf    []byte   // bytes read from the peer, not yet a whole packet
-	inbox   [][]byte // whole packets from the peer awaiting OnPacket
-	peerErr error    // why the peer's side of the stream ended; nil while open
+	in      framer.Deframer // bytes read from the peer, not yet a whole packet
+	inbox   [][]byte        // whole packets from the peer awaiting OnPacket
+	peerErr error           // why the peer's side of the stream ended; nil while open
+
+	est      *drain.Estimator
+	segsIn   uint32 // tcpi_segs_in at the latest reading
+	acks     uint64 // segments received, unwrapped
+	drainIn  drain.Sample
+	drainOut drain.Estimate
 }
 
 // Buffer sizes for reading the error queue.
@@ -178,6 +191,7 @@ func New(tc *net.TCPConn, cfg Config) (*Conn, error) {
 		raw:     raw,
 		cfg:     cfg,
 		pending: newPendingQueue(cfg.MaxPending),
+		est:     drain.New(drain.Config{}),
 	}
 	if err := c.setup(); err != nil {
 		return nil, err
@@ -188,6 +202,37 @@ func New(tc *net.TCPConn, cfg Config) (*Conn, error) {
 		"nodelay", c.opts.NoDelay, "notsent_lowat", c.opts.NotsentLowat,
 		"timestamping", c.opts.Timestamping, "key_base", c.opts.KeyBase)
 	return c, nil
+}
+
+// SetLead declares the application's production time: how long it takes
+// from an invitation to the write that follows (capture and encode, for
+// video; a measured recent high percentile plus a margin serves). In
+// replenish mode the rule then invites that much earlier, so that the write
+// finds about half a replenish time of backlog still ahead of it, as a
+// writer that writes at once would (see Decide); the kernel-faithful mode
+// (Mode.Kernel) and the other policies ignore it. The zero lead, the
+// default, suits an application that writes as soon as it is invited. It
+// takes effect at the next decision and is safe to call from any goroutine,
+// typically the sending one between Wait calls. It returns an error
+// wrapping ErrConfig, and changes nothing, for a negative lead.
+func (c *Conn) SetLead(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: negative lead %v", ErrConfig, d)
+	}
+	c.lead.Store(int64(d))
+	return nil
+}
+
+// Lead returns the lead SetLead declared last.
+func (c *Conn) Lead() time.Duration { return time.Duration(c.lead.Load()) }
+
+// ruleLead is the lead the rule applies: SetLead's, except in the
+// kernel-faithful mode.
+func (c *Conn) ruleLead() time.Duration {
+	if c.cfg.Mode.Kernel {
+		return 0
+	}
+	return c.Lead()
 }
 
 // Options returns the socket options New set, as read back.
@@ -238,6 +283,7 @@ func (c *Conn) Write(id uint64, b []byte) error {
 	if h := c.testHookBeforeWrite; h != nil {
 		h()
 	}
+	c.sampleBeforeWrite()
 	start := time.Now()
 	n, werr := c.write(b)
 	end := time.Now()
@@ -359,12 +405,17 @@ func (c *Conn) Close() error {
 	return err
 }
 
-// invitationLocked builds the Invitation for a decision taken on info.
-func (c *Conn) invitationLocked(info Info, d Decision, w transport.Wake) transport.Invitation {
+// invitationLocked builds the Invitation for a decision taken on info with
+// input in.
+func (c *Conn) invitationLocked(info Info, in RuleInput, d Decision, w transport.Wake) transport.Invitation {
 	inv := transport.Invitation{
 		At:     time.Now(),
 		Unsent: info.NotsentBytes,
 		Wake:   w,
+		Drain: transport.DrainRecord{
+			Input: c.drainIn, Estimate: c.drainOut,
+			StackRate: info.DeliveryRate, StackAppLimited: info.AppLimited,
+		},
 	}
 	switch c.cfg.Mode.Policy {
 	case transport.Replenish:
@@ -372,9 +423,13 @@ func (c *Conn) invitationLocked(info Info, d Decision, w transport.Wake) transpo
 		// path carries; the other modes model an application without it,
 		// which learns of congestion only from writes that block.
 		inv.DrainRate = d.DrainRate
-		inv.AppLimited = info.AppLimited
+		inv.AppLimited = c.drainOut.AppLimited
+		if c.cfg.Mode.Kernel {
+			inv.AppLimited = info.AppLimited
+		}
 		inv.RTT, inv.MinRTT = info.RTT, info.MinRTT
 		inv.Threshold = d.Limit
+		inv.Lead = in.Lead
 	case transport.Lowat:
 		inv.Threshold = (c.cfg.Mode.Lowat - 1) / 2
 	default:
@@ -391,8 +446,30 @@ func (c *Conn) invitationLocked(info Info, d Decision, w transport.Wake) transpo
 	return inv
 }
 
-// noteInfoLocked keeps the counters that come from TCP_INFO.
+// noteInfoLocked keeps the counters that come from TCP_INFO and feeds the
+// reading to the drain estimator. c.mu must be held.
 func (c *Conn) noteInfoLocked(info Info) {
 	c.stats.TotalRetrans = info.TotalRetrans
 	c.stats.BytesRetrans = info.BytesRetrans
+	c.acks += uint64(info.SegsIn - c.segsIn)
+	c.segsIn = info.SegsIn
+	c.drainIn = SampleOf(info, time.Now(), c.acks, c.cfg.Mode.Nagle)
+	c.drainOut = c.est.Add(c.drainIn)
+	if h := c.testHookSample; h != nil {
+		h(info, c.drainIn, c.drainOut)
+	}
+}
+
+// sampleBeforeWrite reads TCP_INFO for the drain estimator just before a
+// write, so that the estimator can tell a backlog that lasted from one that
+// a write renewed. A failed reading is skipped: the write reports the
+// socket's errors.
+func (c *Conn) sampleBeforeWrite() {
+	c.raw.Control(func(fd uintptr) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if info, err := readInfo(int(fd), c.infoBuf[:]); err == nil {
+			c.noteInfoLocked(info)
+		}
+	})
 }

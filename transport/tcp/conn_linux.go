@@ -2,7 +2,6 @@ package tcp
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -312,7 +311,8 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 			return true
 		}
 		c.noteInfoLocked(info)
-		d := Decide(inputFor(info, c.cfg))
+		in := inputFor(info, c.cfg, c.drainOut, c.ruleLead())
+		d := Decide(in)
 		invite := false
 		if c.cfg.Mode.Policy == transport.Replenish {
 			invite = d.Invite || i >= maxRechecks
@@ -344,7 +344,7 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 			}
 		}
 		if invite {
-			res.inv = c.invitationLocked(info, d, wake)
+			res.inv = c.invitationLocked(info, in, d, wake)
 			return true
 		}
 		if cause != causeFirst {
@@ -438,10 +438,8 @@ const inChunk = 16 << 10
 // on a read error or on a zero-length packet it sets c.peerErr. c.mu must
 // be held.
 func (c *Conn) drainInLocked(fd int) {
-	for c.peerErr == nil && len(c.rbuf) < maxInBuffer {
-		n0 := len(c.rbuf)
-		c.rbuf = slices.Grow(c.rbuf, inChunk)
-		n, _, err := unix.Recvfrom(fd, c.rbuf[n0:n0+inChunk], unix.MSG_DONTWAIT)
+	for c.peerErr == nil && c.in.Buffered() < maxInBuffer {
+		n, _, err := unix.Recvfrom(fd, c.in.Free(inChunk), unix.MSG_DONTWAIT)
 		if err == unix.EINTR {
 			continue
 		}
@@ -453,29 +451,29 @@ func (c *Conn) drainInLocked(fd int) {
 			c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, err)
 		case n == 0:
 			c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, io.EOF)
+			if err := c.in.End(); err != nil {
+				c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, err) // cut off inside a packet
+			}
 		default:
-			c.rbuf = c.rbuf[:n0+n]
+			c.in.Commit(n)
 		}
 		if n < inChunk {
 			break
 		}
 	}
-	b := c.rbuf
-	for len(b) >= 2 {
-		n := int(binary.BigEndian.Uint16(b))
-		if n == 0 {
-			c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, framer.ErrEmptyPacket)
-			b = nil
-			break
+	for {
+		pkt, err := c.in.Next()
+		if err != nil {
+			c.peerErr = fmt.Errorf("%w: %w", ErrPeerClosed, err)
+			c.in.Reset()
+			return
 		}
-		if len(b) < 2+n {
-			break
+		if pkt == nil {
+			return
 		}
-		c.inbox = append(c.inbox, slices.Clone(b[2:2+n]))
+		c.inbox = append(c.inbox, slices.Clone(pkt))
 		c.stats.PacketsIn++
-		b = b[2+n:]
 	}
-	c.rbuf = c.rbuf[:copy(c.rbuf, b)]
 }
 
 // write writes all of b. With TCP_NODELAY and timestamps on it sends with

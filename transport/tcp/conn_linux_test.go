@@ -15,6 +15,7 @@ import (
 
 	"replenish/framer"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 type waitOutcome struct {
@@ -742,4 +743,80 @@ func TestNewRejectsMPTCP(t *testing.T) {
 		t.Fatalf("Dial to an MPTCP listener: %v", err)
 	}
 	c.Close()
+}
+
+// TestLeadArmsEarlierWake checks on real sockets that a lead moves the
+// wake: while parked, TCP_NOTSENT_LOWAT is what Decide gives with the lead
+// (so the kernel's wake comes when the rule with the lead invites, at a
+// larger backlog, that is earlier), the invitation that ends the wait comes
+// from the kernel and carries the lead, and the kernel-faithful mode
+// ignores the lead.
+func TestLeadArmsEarlierWake(t *testing.T) {
+	for _, kernel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
+			cfg := Config{Mode: transport.Mode{ReplenishTime: time.Microsecond, Kernel: kernel}, SafetyTimeout: guard}
+			e := newPair(t, cfg, backlogged(transport.Replenish))
+			backlog(t, e)
+			i := info(t, e.c)
+			e.c.mu.Lock()
+			est := e.c.drainOut
+			e.c.mu.Unlock()
+			if !est.Known() || est.Rate <= 0 {
+				t.Fatalf("no drain estimate on a backlogged socket: %+v", est)
+			}
+			// A lead worth a quarter of the backlog at the drain rate.
+			lead := max(est.Rate.Duration(i.NotsentBytes/4), time.Microsecond)
+			without := Decide(inputFor(i, e.c.Config(), est, 0)).Limit
+			with := Decide(inputFor(i, e.c.Config(), est, lead)).Limit
+			if !kernel && (with <= without || with >= i.NotsentBytes) {
+				t.Fatalf("limit %d with a %v lead, %d without, %d unsent: the test needs without < with < unsent", with, lead, without, i.NotsentBytes)
+			}
+			if err := e.c.SetLead(lead); err != nil {
+				t.Fatal(err)
+			}
+			ch := parkedWait(t, context.Background(), e.c)
+			want := lowatFor(with)
+			if kernel {
+				want = Lowat(inputFor(i, e.c.Config(), est, 0))
+			}
+			if got := e.c.Stats().Lowat; got != want {
+				t.Errorf("TCP_NOTSENT_LOWAT while parked = %d, want %d (without the lead %d)", got, want, lowatFor(without))
+			}
+			done := discard(e.peer)
+			o := receive(t, ch)
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			t.Logf("lead %v: invited at %d unsent, limit %d (without the lead %d), %+v", lead, o.inv.Unsent, o.inv.Threshold, without, o.inv.Drain.Estimate)
+			wantLead := lead
+			if kernel {
+				wantLead = 0
+			}
+			if o.inv.Wake != transport.WakeKernel || o.inv.Lead != wantLead || o.inv.Unsent > o.inv.Threshold {
+				t.Errorf("invitation %+v, want a kernel wake with lead %v at or below its threshold", o.inv, wantLead)
+			}
+			e.tc.CloseWrite()
+			<-done
+		})
+	}
+}
+
+func TestSetLead(t *testing.T) {
+	e := newPair(t, Config{}, pairOptions{})
+	if err := e.c.SetLead(-time.Millisecond); !errors.Is(err, ErrConfig) {
+		t.Errorf("SetLead(-1ms) = %v, want ErrConfig", err)
+	}
+	if got := e.c.Lead(); got != 0 {
+		t.Errorf("a rejected lead changed it to %v", got)
+	}
+	if err := e.c.SetLead(12 * time.Millisecond); err != nil || e.c.Lead() != 12*time.Millisecond {
+		t.Errorf("SetLead(12ms) = %v, Lead %v", err, e.c.Lead())
+	}
+	inv, err := e.c.Wait(context.Background())
+	if err != nil || inv.Lead != 12*time.Millisecond {
+		t.Errorf("Wait = %+v, %v; want the lead in the invitation", inv, err)
+	}
+	if inv.Drain.Input.At.IsZero() || inv.Drain.Estimate.Source == drain.SourceNone {
+		t.Errorf("invitation without the drain record: %+v", inv.Drain)
+	}
 }

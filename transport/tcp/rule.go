@@ -6,46 +6,26 @@ import (
 	"time"
 
 	"replenish/rate"
+	"replenish/transport/drain"
 )
 
 // RuleInput holds what the invitation rule reads at each decision: the
-// socket's state from TCP_INFO and the connection's settings.
+// socket's unsent backlog and MSS from TCP_INFO, the drain-rate estimate, and
+// the connection's settings.
 type RuleInput struct {
-	Unsent         int           // bytes written but not yet sent (tcpi_notsent_bytes)
-	MSS            int           // sender MSS in bytes (tcpi_snd_mss)
-	Cwnd           int           // congestion window in segments (tcpi_snd_cwnd)
-	SndWnd         int           // peer's receive window in bytes (tcpi_snd_wnd); negative if unknown
-	SRTT           time.Duration // smoothed RTT (tcpi_rtt); 0 if unknown
-	DeliveryRate   rate.Bitrate  // latest delivery-rate sample (tcpi_delivery_rate); 0 before the first
+	Unsent int // bytes written but not yet sent (tcpi_notsent_bytes)
+	MSS    int // sender MSS in bytes (tcpi_snd_mss)
+	// DrainRate is the estimated rate at which the backlog drains, from
+	// DrainSource; drain.SourceNone means no rate is known.
+	DrainRate      rate.Bitrate
+	DrainSource    drain.Source
 	Nagle          bool          // Nagle's algorithm is on (TCP_NODELAY off)
 	NoSubMSSClause bool          // diagnostic: ignore the sub-MSS clause even with Nagle on
 	ReplenishTime  time.Duration // the configured replenish time
-}
-
-// DrainSource says where a Decision's drain rate came from.
-type DrainSource int
-
-const (
-	// DrainUnknown means neither a rate sample nor cwnd and SRTT were known.
-	DrainUnknown DrainSource = iota
-	// DrainDelivery means the kernel's delivery-rate sample.
-	DrainDelivery
-	// DrainWindow means min(cwnd*MSS, peer window)/SRTT, used before the
-	// first rate sample.
-	DrainWindow
-)
-
-// String returns "unknown", "delivery" or "window".
-func (s DrainSource) String() string {
-	switch s {
-	case DrainUnknown:
-		return "unknown"
-	case DrainDelivery:
-		return "delivery"
-	case DrainWindow:
-		return "window"
-	}
-	return "DrainSource(" + strconv.Itoa(int(s)) + ")"
+	// Lead is the application's production time: how long it takes from
+	// an invitation to the write (capture and encode). Zero for an
+	// application that writes as soon as it is invited.
+	Lead time.Duration
 }
 
 // Reason says why the rule did or did not invite.
@@ -64,8 +44,11 @@ const (
 	// is what would release it.
 	ReasonSubMSS
 	// ReasonAboveThreshold: not invited; the backlog would take longer than
-	// the replenish time to drain.
+	// half the replenish time plus the lead to drain.
 	ReasonAboveThreshold
+	// ReasonLead: the unsent backlog is above half the threshold but
+	// drains within half the replenish time plus the application's lead.
+	ReasonLead
 )
 
 // String returns a short lower-case name for r.
@@ -81,6 +64,8 @@ func (r Reason) String() string {
 		return "sub-mss"
 	case ReasonAboveThreshold:
 		return "above-threshold"
+	case ReasonLead:
+		return "lead"
 	}
 	return "Reason(" + strconv.Itoa(int(r)) + ")"
 }
@@ -96,29 +81,27 @@ const NoLowat = math.MaxUint32
 type Decision struct {
 	Invite    bool
 	Reason    Reason
-	DrainRate rate.Bitrate // the estimated drain rate; 0 if unknown
-	Source    DrainSource
+	DrainRate rate.Bitrate // the input's drain rate; 0 if unknown
 	// Threshold is DrainRate × ReplenishTime in bytes; 0 if the rate is
 	// unknown.
 	Threshold int
 	// Limit is the largest unsent backlog the rule invites at with the same
-	// estimates: half the Threshold (Linux's write-space hysteresis), raised
-	// to MSS-1 by the sub-MSS clause, or MaxLimit when no rate is known.
+	// estimates: half the Threshold (Linux's write-space hysteresis) plus
+	// DrainRate × Lead, raised to MSS-1 by the sub-MSS clause, or MaxLimit
+	// when no rate is known.
 	Limit int
 }
 
 // Decide applies the invitation rule. It is pure: the same input always
 // gives the same Decision.
 //
-// The drain rate is the delivery-rate sample once one exists, before that
-// min(cwnd*MSS, peer window)/SRTT; the threshold is drain rate × replenish
-// time. The rule invites when nothing is unsent, when no drain rate is
-// known (erring toward inviting rather than stalling), when the unsent
-// backlog has drained to half the threshold or less, or when Nagle is on
-// (and the clause is not disabled) and less than one MSS is unsent. The
-// sub-MSS clause never applies with TCP_NODELAY: there it would pool writes
-// behind a blocked segment instead of letting each travel as its own small
-// packet.
+// The threshold is drain rate × replenish time. The rule invites when
+// nothing is unsent, when no drain rate is known (erring toward inviting
+// rather than stalling), when the unsent backlog has drained to half the
+// threshold plus what drains during the lead, or when Nagle is on (and the
+// clause is not disabled) and less than one MSS is unsent. The sub-MSS
+// clause never applies with TCP_NODELAY: there it would pool writes behind a
+// blocked segment instead of letting each travel as its own small packet.
 //
 // Half the threshold is Linux's convention for write readiness: poll()
 // reports a socket writable when its TCP_NOTSENT_LOWAT backlog is at half
@@ -127,15 +110,29 @@ type Decision struct {
 // at the edge. The measured kernel implementation of TCP_REPLENISH_TIME
 // (seeds/000) wakes the same way, so a replenish time here means what it
 // would mean to a kernel that had the option: an application that writes
-// when invited finds at most half a replenish time of data ahead of it.
+// as soon as it is invited finds at most half a replenish time of data
+// ahead of it.
+//
+// An application that first has to produce what it writes (capture and
+// encode a frame) would find the socket emptier by its production time, or
+// empty: at the default 15 ms the kernel's notice is 7.5 ms, less than a
+// 1280x720 encode. The lead keeps the kernel's promise for it: the rule
+// invites that much earlier, at drain rate × (replenish time / 2 + lead), so
+// that its frame arrives when about half a replenish time of backlog
+// remains, as an immediate writer's does. With a zero lead the rule is the
+// kernel's. Inviting at the full threshold instead would give a fixed 15 ms
+// of notice, too little for the largest encodes and more than a small one
+// needs, whereas the lead follows the application's measured production
+// time and leaves the replenish time its meaning.
 func Decide(in RuleInput) Decision {
-	var d Decision
-	d.DrainRate, d.Source = drainRate(in)
-	if d.Source == DrainUnknown {
+	d := Decision{DrainRate: in.DrainRate}
+	known := in.DrainSource != drain.SourceNone
+	if !known {
+		d.DrainRate = 0
 		d.Limit = MaxLimit
 	} else {
-		d.Threshold = thresholdBytes(d.DrainRate, in.ReplenishTime)
-		d.Limit = d.Threshold / 2
+		d.Threshold = thresholdBytes(in.DrainRate, in.ReplenishTime)
+		d.Limit = min(d.Threshold/2+thresholdBytes(in.DrainRate, in.Lead), MaxLimit)
 		if subMSSClause(in) {
 			d.Limit = max(d.Limit, in.MSS-1)
 		}
@@ -143,12 +140,14 @@ func Decide(in RuleInput) Decision {
 	switch {
 	case in.Unsent <= 0:
 		d.Invite, d.Reason = true, ReasonEmpty
-	case d.Source == DrainUnknown:
+	case !known:
 		d.Invite, d.Reason = true, ReasonNoEstimate
 	case in.Unsent <= d.Threshold/2:
 		d.Invite, d.Reason = true, ReasonBelowThreshold
 	case subMSSClause(in) && in.Unsent < in.MSS:
 		d.Invite, d.Reason = true, ReasonSubMSS
+	case in.Unsent <= d.Limit:
+		d.Invite, d.Reason = true, ReasonLead
 	default:
 		d.Reason = ReasonAboveThreshold
 	}
@@ -177,21 +176,6 @@ func lowatFor(limit int) uint32 {
 // subMSSClause reports whether the rule's sub-MSS clause applies to in.
 func subMSSClause(in RuleInput) bool {
 	return in.Nagle && !in.NoSubMSSClause && in.MSS > 0
-}
-
-// drainRate estimates the rate at which the unsent backlog drains.
-func drainRate(in RuleInput) (rate.Bitrate, DrainSource) {
-	if in.DeliveryRate > 0 {
-		return in.DeliveryRate, DrainDelivery
-	}
-	if in.SRTT <= 0 || in.Cwnd <= 0 || in.MSS <= 0 {
-		return 0, DrainUnknown
-	}
-	window := float64(in.Cwnd) * float64(in.MSS)
-	if in.SndWnd >= 0 {
-		window = min(window, float64(in.SndWnd))
-	}
-	return saturatingRate(window / in.SRTT.Seconds()), DrainWindow
 }
 
 // thresholdBytes returns how many bytes r carries in d, clamped to

@@ -6,7 +6,12 @@
 // reports when each frame's last byte left the host (SO_TIMESTAMPING).
 //
 // The invitation rule lives in one pure function, Decide, so that a kernel
-// with a real TCP_REPLENISH_TIME could replace it. Invitations are
+// with a real TCP_REPLENISH_TIME could replace it. Its drain rate comes from
+// transport/drain's estimator, fed a TCP_INFO reading at every wake and
+// before every write, rather than from the kernel's tcpi_delivery_rate
+// (Mode.Kernel keeps the kernel's, as the measured kernel implementation
+// does). An application that needs time to produce what it writes declares
+// it with SetLead and is invited that much earlier. Invitations are
 // notification only: they never limit a write.
 //
 // Conn needs Linux; elsewhere New and Dial return ErrUnsupported.
@@ -59,7 +64,7 @@ const (
 type Config struct {
 	// Mode is the buffer policy: transport.Replenish (the zero value),
 	// transport.Lowat or transport.Default, with its parameters and the
-	// +nagle, +nosubmss and +sndbuf options. A zero ReplenishTime means
+	// +kernel, +nagle, +nosubmss and +sndbuf options. A zero ReplenishTime means
 	// transport.DefaultReplenishTime. With SendBuffer set, SO_SNDBUF is
 	// fixed (Linux doubles the value and caps it at net.core.wmem_max;
 	// Options reports what it took) instead of autotuned: comparison runs
@@ -115,6 +120,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Mode.Policy != transport.Replenish && c.Mode.Policy != transport.Lowat && c.Mode.Policy != transport.Default:
 		return fmt.Errorf("%w: mode %v is not a TCP mode (want replenish, lowat or default)", ErrConfig, c.Mode.Policy)
+	case c.Mode.Kernel && c.Mode.Policy != transport.Replenish:
+		return fmt.Errorf("%w: the kernel-faithful rule applies to replenish mode only", ErrConfig)
 	case c.Mode.ReplenishTime < 0:
 		return fmt.Errorf("%w: negative replenish time %v", ErrConfig, c.Mode.ReplenishTime)
 	case c.Mode.Policy == transport.Lowat && (c.Mode.Lowat <= 0 || c.Mode.Lowat > math.MaxInt32):

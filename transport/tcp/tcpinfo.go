@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"replenish/rate"
+	"replenish/transport/drain"
 )
 
 // Info is one reading of a socket's struct tcp_info (TCP_INFO), decoded from
@@ -243,17 +244,82 @@ func ReadInfo(c *net.TCPConn) (Info, error) {
 // struct tcp_info so far, so that the kernel's length tells its version.
 const infoBufLen = 512
 
-// inputFor returns the rule's input for a TCP_INFO reading under cfg.
-func inputFor(i Info, cfg Config) RuleInput {
+// inputFor returns the rule's input for a TCP_INFO reading under cfg, with
+// est as the drain rate and lead as the application's production time. In
+// the kernel-faithful mode (cfg.Mode.Kernel) the rule takes the kernel's
+// delivery-rate sample instead and no lead.
+func inputFor(i Info, cfg Config, est drain.Estimate, lead time.Duration) RuleInput {
+	if cfg.Mode.Kernel {
+		est, lead = KernelEstimate(i), 0
+	}
 	return RuleInput{
 		Unsent:         i.NotsentBytes,
 		MSS:            i.MSS,
-		Cwnd:           i.Cwnd,
-		SndWnd:         i.SndWnd,
-		SRTT:           i.RTT,
-		DeliveryRate:   i.DeliveryRate,
+		DrainRate:      est.Rate,
+		DrainSource:    est.Source,
 		Nagle:          cfg.Mode.Nagle,
 		NoSubMSSClause: cfg.Mode.NoSubMSS,
 		ReplenishTime:  cfg.Mode.ReplenishTime,
+		Lead:           lead,
 	}
 }
+
+// KernelEstimate returns the drain rate of the measured kernel
+// implementation of TCP_REPLENISH_TIME (seeds/000): the kernel's
+// delivery-rate sample once one exists (drain.SourceStack), before that
+// min(cwnd × MSS, peer window) / SRTT (drain.SourceWindow).
+func KernelEstimate(i Info) drain.Estimate {
+	if i.DeliveryRate > 0 {
+		return drain.Estimate{Rate: i.DeliveryRate, AppLimited: i.AppLimited, Source: drain.SourceStack}
+	}
+	if r, ok := drain.WindowRate(i.Cwnd*i.MSS, i.SndWnd, i.RTT); ok {
+		return drain.Estimate{Rate: r, Source: drain.SourceWindow, Bound: r}
+	}
+	return drain.Estimate{}
+}
+
+// SampleOf returns the drain estimator's sample for a TCP_INFO reading
+// taken at at. acks is the count of segments received so far, unwrapped
+// from tcpi_segs_in (which wraps at 2^32).
+//
+// The sender counts as backlogged while bytes are unsent, or, with Nagle
+// on, while a full segment is: Nagle holds a shorter tail by itself. Since
+// the unsent backlog only shrinks between writes, and the Conn reads
+// TCP_INFO before every write, a backlog now means one throughout the
+// interval since the previous reading. It counts as recovering in the
+// disorder, recovery and loss states, and whenever segments are selectively
+// acknowledged above a hole: then tcpi_bytes_acked waits for the repair.
+// In flight is the bytes sent for the first time less those acknowledged;
+// a kernel too old to report tcpi_bytes_sent (before 4.19) gives
+// unacknowledged segments times the MSS instead. The kernel's app-limited
+// bit is not an input: it describes the delivery-rate sample the kernel
+// kept, which while the sender is application-limited is the stale one.
+func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
+	backlog := 1
+	if nagle && i.MSS > 0 {
+		backlog = i.MSS
+	}
+	inFlight := i.Unacked * i.MSS
+	if i.Len >= offBytesSent+16 && i.BytesSent >= i.BytesRetrans+i.BytesAcked {
+		inFlight = int(i.BytesSent - i.BytesRetrans - i.BytesAcked)
+	}
+	return drain.Sample{
+		At:         at,
+		Delivered:  i.BytesAcked,
+		Acks:       acks,
+		InFlight:   inFlight,
+		Backlogged: i.NotsentBytes >= backlog,
+		Recovering: i.CAState == caDisorder || i.CAState >= caRecovery || i.Sacked > 0,
+		SRTT:       i.RTT,
+		MinRTT:     i.MinRTT,
+		Cwnd:       i.Cwnd * i.MSS,
+		PeerWindow: i.SndWnd,
+		PacingRate: i.PacingRate,
+	}
+}
+
+// Congestion-avoidance states (tcpi_ca_state, include/net/tcp.h).
+const (
+	caDisorder = 1 // duplicate acknowledgements or selective ones seen
+	caRecovery = 3 // fast recovery; 4 is loss (after a timeout)
+)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"replenish/rate"
+	"replenish/transport/drain"
 )
 
 // readRecorded loads a struct tcp_info recorded by TestCaptureInfo.
@@ -47,9 +48,10 @@ func TestRecordedInfo(t *testing.T) {
 		cfg    Config
 		invite bool
 		reason Reason
-		source DrainSource
+		source drain.Source
 	}
 	replenish := func(d time.Duration) Config { return Config{Mode: transport.Mode{ReplenishTime: d}} }
+	kernel := func(d time.Duration) Config { return Config{Mode: transport.Mode{ReplenishTime: d, Kernel: true}} }
 	nagle := func(d time.Duration) Config { return Config{Mode: transport.Mode{ReplenishTime: d, Nagle: true}} }
 	for _, tc := range []struct {
 		name   string
@@ -64,8 +66,9 @@ func TestRecordedInfo(t *testing.T) {
 				}
 			},
 			checks: []check{
-				// No rate sample yet: the cwnd/SRTT fallback gives the rate.
-				{replenish(15 * time.Millisecond), true, ReasonEmpty, DrainWindow},
+				// No rate sample yet: the cwnd/SRTT bound gives the rate.
+				{replenish(15 * time.Millisecond), true, ReasonEmpty, drain.SourceWindow},
+				{kernel(15 * time.Millisecond), true, ReasonEmpty, drain.SourceWindow},
 			},
 		},
 		{
@@ -76,9 +79,14 @@ func TestRecordedInfo(t *testing.T) {
 				}
 			},
 			checks: []check{
-				{replenish(time.Microsecond), false, ReasonAboveThreshold, DrainDelivery},
-				{nagle(time.Microsecond), false, ReasonAboveThreshold, DrainDelivery},
-				{replenish(time.Second), true, ReasonBelowThreshold, DrainDelivery},
+				// One reading measures no window: the estimator has only
+				// its bound; the kernel-faithful rule takes the kernel's
+				// sample.
+				{replenish(time.Microsecond), false, ReasonAboveThreshold, drain.SourceWindow},
+				{nagle(time.Microsecond), false, ReasonAboveThreshold, drain.SourceWindow},
+				{replenish(time.Second), true, ReasonBelowThreshold, drain.SourceWindow},
+				{kernel(time.Microsecond), false, ReasonAboveThreshold, drain.SourceStack},
+				{kernel(time.Second), true, ReasonBelowThreshold, drain.SourceStack},
 			},
 		},
 		{
@@ -89,7 +97,8 @@ func TestRecordedInfo(t *testing.T) {
 				}
 			},
 			checks: []check{
-				{replenish(time.Microsecond), true, ReasonEmpty, DrainDelivery},
+				{replenish(time.Microsecond), true, ReasonEmpty, drain.SourceWindow},
+				{kernel(time.Microsecond), true, ReasonEmpty, drain.SourceStack},
 			},
 		},
 		{
@@ -100,9 +109,10 @@ func TestRecordedInfo(t *testing.T) {
 				}
 			},
 			checks: []check{
-				{nagle(time.Nanosecond), true, ReasonSubMSS, DrainDelivery},
-				{replenish(time.Nanosecond), false, ReasonAboveThreshold, DrainDelivery},
-				{Config{Mode: transport.Mode{ReplenishTime: time.Nanosecond, Nagle: true, NoSubMSS: true}}, false, ReasonAboveThreshold, DrainDelivery},
+				{nagle(time.Nanosecond), true, ReasonSubMSS, drain.SourceWindow},
+				{replenish(time.Nanosecond), false, ReasonAboveThreshold, drain.SourceWindow},
+				{Config{Mode: transport.Mode{ReplenishTime: time.Nanosecond, Nagle: true, NoSubMSS: true}}, false, ReasonAboveThreshold, drain.SourceWindow},
+				{Config{Mode: transport.Mode{ReplenishTime: time.Nanosecond, Nagle: true, NoSubMSS: true, Kernel: true}}, false, ReasonAboveThreshold, drain.SourceStack},
 			},
 		},
 	} {
@@ -116,11 +126,17 @@ func TestRecordedInfo(t *testing.T) {
 			tc.state(t, i)
 			for _, c := range tc.checks {
 				c.cfg = c.cfg.withDefaults()
-				d := Decide(inputFor(i, c.cfg))
-				if d.Invite != c.invite || d.Reason != c.reason || d.Source != c.source {
-					t.Errorf("%v: Decide = %+v, want invite %v (%v, %v)", c.cfg, d, c.invite, c.reason, c.source)
+				est := drain.New(drain.Config{}).Add(SampleOf(i, time.Unix(1, 0), 0, c.cfg.Mode.Nagle))
+				in := inputFor(i, c.cfg, est, 10*time.Millisecond)
+				if c.cfg.Mode.Kernel && in.Lead != 0 {
+					t.Errorf("%v: the kernel-faithful rule took a lead of %v", c.cfg, in.Lead)
 				}
-				if d.Source == DrainWindow {
+				in.Lead = 0
+				d := Decide(in)
+				if d.Invite != c.invite || d.Reason != c.reason || in.DrainSource != c.source {
+					t.Errorf("%v: Decide = %+v from %v, want invite %v (%v, %v)", c.cfg, d, in.DrainSource, c.invite, c.reason, c.source)
+				}
+				if in.DrainSource == drain.SourceWindow {
 					want := float64(min(i.Cwnd*i.MSS, i.SndWnd)) / i.RTT.Seconds() * 8
 					if got := float64(d.DrainRate); math.Abs(got-want) > 1 {
 						t.Errorf("window drain rate %v, want %.0f b/s", d.DrainRate, want)
@@ -254,7 +270,8 @@ func FuzzParseInfo(f *testing.F) {
 		if i.Len != len(raw) || i.DeliveryRate < 0 || i.PacingRate < 0 || i.MaxPacingRate < 0 {
 			t.Fatalf("bad decode: %+v", i)
 		}
-		if d := Decide(inputFor(i, Config{}.withDefaults())); d.Limit < 0 || d.Threshold < 0 || d.Limit > MaxLimit {
+		est := drain.New(drain.Config{}).Add(SampleOf(i, time.Unix(1, 0), uint64(i.SegsIn), false))
+		if d := Decide(inputFor(i, Config{}.withDefaults(), est, 10*time.Millisecond)); d.Limit < 0 || d.Threshold < 0 || d.Limit > MaxLimit {
 			t.Fatalf("Decide on parsed info: %+v", d)
 		}
 	})

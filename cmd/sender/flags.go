@@ -1,0 +1,229 @@
+package main
+
+import (
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"replenish/internal/certs"
+	"replenish/media"
+	"replenish/rate"
+	"replenish/transport"
+)
+
+// options are the sender's command line, parsed and checked.
+type options struct {
+	to        string
+	name      string
+	transport string // "tcp", "quic" or "webrtc"
+	token     string // WebRTC: the WHIP endpoint's bearer token
+	probe     string // where clock probes go; empty: none
+	mode      transport.Mode
+	pin       certs.Fingerprint // QUIC: the viewer's certificate
+	ca        string            // QUIC: a file of authorities instead of a pin
+	fps       int
+	maxRes    media.Size
+	verbose   bool
+	status    bool
+	records   string
+	start     rate.Bitrate
+}
+
+// rawFlags are the flags as typed, before checking.
+type rawFlags struct {
+	mode, bitrate, maxRes, pin, probe string
+	replenish                         time.Duration
+	lowat                             int
+	nodelay                           bool
+	set                               map[string]bool // flags given on the command line
+}
+
+func parseFlags(args []string, out io.Writer) (options, error) {
+	var o options
+	var r rawFlags
+	fs := flag.NewFlagSet("sender", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: sender [flags]\n\nSends a synthetic VP8 stream to a viewer, one frame per invitation.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `address` to send to: host:port (TCP, or UDP for QUIC), or the WHIP URL for WebRTC (http://host:8080/whip)")
+	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
+	fs.StringVar(&o.transport, "transport", "tcp", "`transport`: tcp, quic (RTP over QUIC; needs -pin or -ca) or webrtc (WHIP, pion's congestion control, for comparison)")
+	fs.StringVar(&o.token, "token", os.Getenv("REPLENISH_TOKEN"), "WebRTC: the viewer's `token`, sent as a bearer token (default $REPLENISH_TOKEN)")
+	fs.StringVar(&r.probe, "probe", "", "clock probes to this UDP `host:port` (default: -to for tcp and quic; none for webrtc unless given: the viewer's -listen address)")
+	fs.StringVar(&r.mode, "mode", "replenish", "send buffer policy: replenish, lowat (TCP) or default, expire=DURATION (QUIC), or a full form such as replenish=15ms, lowat=15000, default+nagle")
+	fs.DurationVar(&r.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
+	fs.IntVar(&r.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
+	fs.BoolVar(&r.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
+	fs.StringVar(&r.pin, "pin", "", "QUIC: the viewer's certificate `fingerprint`, sha256:<64 hex digits>, as the viewer logs it")
+	fs.StringVar(&o.ca, "ca", "", "QUIC: verify the viewer against the certificate authorities in this PEM `file` instead of a pin")
+	fs.StringVar(&r.bitrate, "bitrate", "1mbit", "initial target `bitrate` (e.g. 500kbit, 2mbit); in modes that give the sender no view of the path, the target stays there")
+	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
+	fs.StringVar(&r.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
+	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
+	fs.BoolVar(&o.status, "status", true, "print a live status line")
+	fs.StringVar(&o.records, "records", "", "write one JSON line per frame sent to this `file` (for experiments)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	r.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { r.set[f.Name] = true })
+	if err := o.check(r); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// check validates the flags and fills the parsed fields of o.
+func (o *options) check(r rawFlags) error {
+	var err error
+	if err := o.checkAddress(r); err != nil {
+		return err
+	}
+	if o.fps < 1 || o.fps > 120 {
+		return fmt.Errorf("-fps %d: want 1 to 120", o.fps)
+	}
+	if o.name == "" || len(o.name) > 64 {
+		return fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
+	}
+	if o.start, err = rate.Parse(r.bitrate); err != nil || o.start < 10*rate.Kbps || o.start > 100*rate.Mbps {
+		return fmt.Errorf("-bitrate %q: want a rate from 10kbit to 100mbit", r.bitrate)
+	}
+	o.maxRes, err = media.ParseSize(r.maxRes)
+	if err == nil && !onLadder(o.maxRes) {
+		err = errors.New("not a rung of the ladder")
+	}
+	if err != nil {
+		return fmt.Errorf("-max-res %q: %v (ladder: %s)", r.maxRes, err, ladderSizes())
+	}
+	if o.mode, err = parseMode(r); err != nil {
+		return err
+	}
+	return o.checkTransport(r)
+}
+
+// checkAddress checks -to and -probe for the transport.
+func (o *options) checkAddress(r rawFlags) error {
+	if o.transport == "webrtc" {
+		u, err := url.Parse(o.to)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("-to %q: -transport webrtc wants the WHIP URL, e.g. http://127.0.0.1:8080/whip", o.to)
+		}
+	} else if _, _, err := net.SplitHostPort(o.to); err != nil {
+		return fmt.Errorf("-to %q: want host:port: %v", o.to, err)
+	}
+	o.probe = r.probe
+	if o.probe == "" && o.transport != "webrtc" {
+		o.probe = o.to
+	}
+	if o.probe != "" {
+		if _, _, err := net.SplitHostPort(o.probe); err != nil {
+			return fmt.Errorf("-probe %q: want host:port: %v", o.probe, err)
+		}
+	}
+	return nil
+}
+
+// parseMode reads -mode with its helpers -replenish, -lowat and -nodelay.
+func parseMode(r rawFlags) (transport.Mode, error) {
+	mode := r.mode
+	switch {
+	case strings.ContainsAny(mode, "=+"):
+		// A full form; the separate flags must not contradict it.
+		if r.set["replenish"] || r.set["lowat"] {
+			return transport.Mode{}, fmt.Errorf("-mode %q already says its parameter; drop -replenish/-lowat", mode)
+		}
+	case mode == "replenish":
+		if r.replenish <= 0 {
+			return transport.Mode{}, fmt.Errorf("-replenish %v: want a positive duration", r.replenish)
+		}
+		mode = fmt.Sprintf("replenish=%v", r.replenish)
+	case mode == "lowat":
+		if r.lowat <= 0 {
+			return transport.Mode{}, errors.New("-mode lowat needs -lowat BYTES > 0")
+		}
+		mode = fmt.Sprintf("lowat=%d", r.lowat)
+	}
+	m, err := transport.ParseMode(mode)
+	if err != nil {
+		return transport.Mode{}, fmt.Errorf("-mode %q: %v", r.mode, err)
+	}
+	if r.set["lowat"] && m.Policy != transport.Lowat {
+		return transport.Mode{}, errors.New("-lowat applies only to -mode lowat")
+	}
+	if r.set["replenish"] && m.Policy != transport.Replenish {
+		return transport.Mode{}, errors.New("-replenish applies only to -mode replenish")
+	}
+	if r.set["nodelay"] {
+		m.Nagle = !r.nodelay
+	}
+	return m, nil
+}
+
+// checkTransport checks that the mode suits the transport and that QUIC
+// has a way to verify the viewer.
+func (o *options) checkTransport(r rawFlags) error {
+	if o.transport != "webrtc" && o.token != "" && r.set["token"] {
+		return errors.New("-token applies to -transport webrtc")
+	}
+	switch o.transport {
+	case "webrtc":
+		if r.set["mode"] || r.set["replenish"] || r.set["lowat"] || r.set["nodelay"] || r.pin != "" || o.ca != "" {
+			return errors.New("-transport webrtc takes no -mode, -replenish, -lowat, -nodelay, -pin or -ca: pion's congestion control sets the rate and DTLS fingerprints come in the SDP")
+		}
+		o.mode = transport.Mode{Policy: transport.Default}
+		return nil
+	case "tcp":
+		if o.mode.Policy == transport.Expire {
+			return fmt.Errorf("-mode %v: expire is a QUIC mode (-transport quic)", o.mode)
+		}
+		if r.pin != "" || o.ca != "" {
+			return errors.New("-pin and -ca apply to -transport quic")
+		}
+		return nil
+	case "quic":
+	default:
+		return fmt.Errorf("-transport %q: want tcp, quic or webrtc", o.transport)
+	}
+	switch {
+	case o.mode.Policy == transport.Lowat || o.mode.Nagle || o.mode.NoSubMSS:
+		return fmt.Errorf("-mode %v: lowat and Nagle are TCP's (QUIC takes replenish, default or expire)", o.mode)
+	case r.pin != "" && o.ca != "":
+		return errors.New("give -pin or -ca, not both")
+	case r.pin == "" && o.ca == "":
+		return errors.New("-transport quic needs the viewer's certificate: -pin sha256:... (the viewer logs its fingerprint at start) or -ca FILE")
+	case r.pin != "":
+		var err error
+		if o.pin, err = certs.ParseFingerprint(r.pin); err != nil {
+			return fmt.Errorf("-pin: %v", err)
+		}
+	}
+	return nil
+}
+
+// roots reads the -ca file; nil when there is none.
+func (o options) roots() (*x509.CertPool, error) {
+	if o.ca == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(o.ca)
+	if err != nil {
+		return nil, fmt.Errorf("-ca: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-ca %s: no PEM certificate in it", o.ca)
+	}
+	return pool, nil
+}

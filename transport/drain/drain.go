@@ -1,0 +1,235 @@
+// Package drain estimates the rate at which a sender's unsent backlog
+// drains, from byte counters a transport reads at its decision points. It
+// knows no transport: TCP feeds it TCP_INFO readings, a QUIC transport its
+// connection statistics.
+//
+// The estimate is byte-exact. Linux's tcpi_delivery_rate counts delivered
+// segments times the MSS, so that the short last segment of every frame
+// inflates it (about three times at 100 kb/s and 30 frames a second), and
+// it keeps the highest sample taken while the sender was
+// application-limited, so that a stale value sticks while the sender has
+// nothing to send, which under source buffer management is most of the
+// time. The Estimator instead:
+//
+//   - measures windows of bytes delivered (acknowledged) over time, each
+//     spanning at least one smoothed round trip and at least MinAcks
+//     acknowledgements, so that the rounding to whole acknowledgements at
+//     either end stays small. Delivered bytes, not sent ones: a sender
+//     sends faster than the path delivers in slow start, while its window
+//     grows into a queue, or when the application writes faster than the
+//     path, and slower when the application is short of data; only the
+//     delivered count measures the path in all of these. Its weakness, a
+//     stall while a hole is repaired and a jump when the repair covers
+//     what had been selectively acknowledged, is kept inside windows: a
+//     window neither starts nor ends while the sender is recovering;
+//   - classes each window as path-limited or application-limited. It is
+//     path-limited when the path set the pace throughout: at every sample
+//     the sender either held data it could not yet send (Backlogged), or
+//     had enough in flight that the bottleneck could not have run dry
+//     before the next sample (more than the window's rate times the
+//     minimum round trip plus the time to the next sample: a queue that
+//     the network, not the sender's socket, holds, as when a loss-based
+//     congestion control fills a bottleneck buffer);
+//   - keeps the highest window of the last Rounds round trips (or of two
+//     windows' spans, where gathering MinAcks takes longer). The newest
+//     path-limited window stays as a floor after it ages out. An
+//     application-limited window measures at least the sender's own rate,
+//     a lower bound of the path: it raises the estimate when it is the
+//     highest and otherwise changes nothing, so that an application-limited
+//     sender keeps its last measurement of the path (and the estimate says
+//     it is application-limited) instead of measuring its own bitrate;
+//   - bounds the result by what the transport allows now: its congestion
+//     window (or the peer's receive window, if smaller) per smoothed round
+//     trip, and the highest pacing rate of the last Rounds round trips (the
+//     highest, so that a pacer's gain cycle does not make the estimate
+//     oscillate). Before the first window this bound is the estimate.
+//
+// An Estimator is not safe for concurrent use; it is pure: its output
+// depends only on the samples given, never on the clock.
+package drain
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"replenish/rate"
+)
+
+// Defaults for the zero values of Config.
+const (
+	// DefaultRounds is how many smoothed round trips a window stays in the
+	// maximum.
+	DefaultRounds = 10
+	// DefaultMinAcks is the fewest acknowledgements a window spans. A
+	// window's ends fall between acknowledgements, so its byte count is
+	// off by up to one acknowledgement's worth at each end; with 16 the
+	// error of one window stays within about 1/16.
+	DefaultMinAcks = 16
+)
+
+// maxEntries bounds the windows and pacing readings the Estimator keeps.
+// Windows in the maximum are decreasing in rate, so the bound is reached
+// only by a long run of ever-lower readings; the oldest is then dropped.
+const maxEntries = 64
+
+// Config sets an Estimator's parameters. The zero value is the default.
+type Config struct {
+	// Rounds is how many smoothed round trips a window stays in the
+	// maximum. Zero means DefaultRounds.
+	Rounds int
+	// MinAcks is the fewest acknowledgements a window spans. Zero means
+	// DefaultMinAcks.
+	MinAcks int
+}
+
+// Sample is one reading of a transport's state. A transport takes one at
+// every decision point: before every write and whenever it wakes to decide
+// whether to invite.
+type Sample struct {
+	At time.Time // when the reading was taken
+	// Delivered counts the bytes the peer has acknowledged since the
+	// connection began (TCP: tcpi_bytes_acked).
+	Delivered uint64
+	// Acks counts the acknowledgements received since the connection
+	// began (TCP: tcpi_segs_in, every segment the peer sent).
+	Acks uint64
+	// InFlight is the bytes sent and not yet acknowledged (TCP: bytes
+	// sent for the first time, tcpi_bytes_sent minus tcpi_bytes_retrans,
+	// less tcpi_bytes_acked); negative if unknown.
+	InFlight int
+	// Backlogged reports that the sender held data it could not yet send
+	// throughout the interval since the previous sample, so that the
+	// transport, not the application, set the pace (TCP with TCP_NODELAY:
+	// bytes unsent now, since the backlog only shrinks between writes and
+	// one is sampled before every write).
+	Backlogged bool
+	// Recovering reports that the sender is repairing a loss, so that
+	// Delivered stalls until the repair and then jumps (TCP: the
+	// congestion-avoidance state is disorder, recovery or loss, or
+	// segments are selectively acknowledged).
+	Recovering bool
+	SRTT       time.Duration // smoothed round-trip time; 0 if unknown
+	MinRTT     time.Duration // smallest round trip seen; 0 if unknown
+	Cwnd       int           // congestion window in bytes; 0 if unknown
+	PeerWindow int           // the peer's receive window in bytes; negative if unknown
+	PacingRate rate.Bitrate  // the pacer's rate now; 0 if none or unknown
+}
+
+// Source says where an Estimate's rate came from.
+type Source int
+
+const (
+	// SourceNone means nothing is known yet: no window measured, and no
+	// congestion window and round trip to bound one.
+	SourceNone Source = iota
+	// SourceWindow means no window has been measured yet; the rate is the
+	// bound min(cwnd, peer window) per smoothed round trip (and the pacing
+	// rate, if lower).
+	SourceWindow
+	// SourceMeasured means the highest measured window, within the bounds.
+	SourceMeasured
+	// SourceWindowCapped means a measured rate capped by min(cwnd, peer
+	// window) per smoothed round trip.
+	SourceWindowCapped
+	// SourcePacingCapped means a measured rate capped by the pacing rate.
+	SourcePacingCapped
+	// SourceStack means the transport stack's own delivery-rate sample
+	// (Linux's tcpi_delivery_rate), which a kernel-faithful transport
+	// reports instead of an Estimator's.
+	SourceStack
+)
+
+// String returns "none", "window", "measured", "window-capped",
+// "pacing-capped" or "stack".
+func (s Source) String() string {
+	switch s {
+	case SourceNone:
+		return "none"
+	case SourceWindow:
+		return "window"
+	case SourceMeasured:
+		return "measured"
+	case SourceWindowCapped:
+		return "window-capped"
+	case SourcePacingCapped:
+		return "pacing-capped"
+	case SourceStack:
+		return "stack"
+	}
+	return "Source(" + strconv.Itoa(int(s)) + ")"
+}
+
+// MarshalText returns String's form, so that a Source is a string in JSON.
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// ErrSource is returned by UnmarshalText for text that names no Source.
+var ErrSource = errors.New("drain: unknown source")
+
+// UnmarshalText reads String's form back.
+func (s *Source) UnmarshalText(text []byte) error {
+	for v := SourceNone; v <= SourceStack; v++ {
+		if v.String() == string(text) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %q", ErrSource, text)
+}
+
+// Estimate is the Estimator's output.
+type Estimate struct {
+	// Rate is the estimated drain rate; 0 if unknown (Source is then
+	// SourceNone) or if the bound is zero (a closed peer window).
+	Rate rate.Bitrate
+	// AppLimited reports that the rate does not come from a
+	// path-limited window of the last Rounds round trips: it comes from
+	// application-limited windows (a lower bound of the path), or is held
+	// from an older path-limited window.
+	AppLimited bool
+	Source     Source
+	// Measured is the highest window in the maximum, before the bounds; 0
+	// before the first window.
+	Measured rate.Bitrate
+	// Bound is the tighter of the bounds; 0 if neither is known.
+	Bound rate.Bitrate
+	// Window is the rate of the window the latest sample closed, or 0 if
+	// it closed none; WindowPathLimited says whether the path set the pace
+	// over it.
+	Window            rate.Bitrate
+	WindowPathLimited bool
+}
+
+// Known reports whether e carries a rate (possibly zero, behind a closed
+// peer window).
+func (e Estimate) Known() bool { return e.Source != SourceNone }
+
+// WindowRate returns min(cwnd, peerWindow) per srtt, with cwnd and
+// peerWindow in bytes and a negative peerWindow meaning unknown. It reports
+// false if cwnd or srtt is not positive.
+func WindowRate(cwnd, peerWindow int, srtt time.Duration) (rate.Bitrate, bool) {
+	if cwnd <= 0 || srtt <= 0 {
+		return 0, false
+	}
+	w := float64(cwnd)
+	if peerWindow >= 0 {
+		w = min(w, float64(peerWindow))
+	}
+	return bytesPerSecond(w / srtt.Seconds()), true
+}
+
+// maxBytesPerSecond caps derived rates well inside a Bitrate's range.
+const maxBytesPerSecond = 1e18
+
+// bytesPerSecond converts to a Bitrate, saturating instead of overflowing.
+func bytesPerSecond(v float64) rate.Bitrate {
+	switch {
+	case v <= 0 || math.IsNaN(v):
+		return 0
+	case v >= maxBytesPerSecond:
+		return rate.FromBytesPerSecond(maxBytesPerSecond)
+	}
+	return rate.FromBytesPerSecond(v)
+}

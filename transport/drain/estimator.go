@@ -1,0 +1,233 @@
+package drain
+
+import (
+	"math"
+	"time"
+
+	"replenish/rate"
+)
+
+// Estimator turns a transport's samples into drain-rate estimates, as the
+// package comment describes. Create one with New for each connection.
+type Estimator struct {
+	rounds, minAcks int
+
+	started bool
+	prev    Sample
+	// open reports that a window has started, at start; a window starts
+	// only at a sample taken outside loss recovery.
+	open  bool
+	start mark
+	// room is the highest rate the bottleneck could have carried without
+	// running dry over the open window's intervals in which the sender was
+	// not backlogged (bytes per second; +Inf if there were none).
+	room float64
+
+	live   []window  // windows of the horizon: decreasing in rate, oldest first
+	floor  window    // the newest path-limited window, kept after it ages out
+	held   window    // the newest window, for when every window has aged out
+	pacing []reading // pacing rates of the last Rounds round trips: decreasing, oldest first
+	last   Estimate
+	// horizon is how long a window stays live: Rounds round trips, or
+	// twice the newest window's span if longer (at low rates a window
+	// needs more than Rounds round trips to gather MinAcks
+	// acknowledgements, and must stay live until the next can close).
+	horizon time.Duration
+	span    time.Duration // the newest window's span
+}
+
+// mark is the counters at the start of a window.
+type mark struct {
+	at              time.Time
+	delivered, acks uint64
+}
+
+// window is a measured window. The zero window (no end) means none.
+type window struct {
+	end         time.Time
+	rate        rate.Bitrate
+	pathLimited bool
+}
+
+// reading is a pacing rate at a time.
+type reading struct {
+	at   time.Time
+	rate rate.Bitrate
+}
+
+// New returns an Estimator with cfg's parameters (zero fields mean the
+// defaults).
+func New(cfg Config) *Estimator {
+	e := &Estimator{rounds: cfg.Rounds, minAcks: cfg.MinAcks}
+	if e.rounds <= 0 {
+		e.rounds = DefaultRounds
+	}
+	if e.minAcks <= 0 {
+		e.minAcks = DefaultMinAcks
+	}
+	return e
+}
+
+// Estimate returns the estimate after the latest sample (the zero Estimate
+// before the first).
+func (e *Estimator) Estimate() Estimate { return e.last }
+
+// Add takes the next sample and returns the estimate after it. A sample
+// taken before the previous one, or whose counters went backwards (a new
+// connection), starts the estimate afresh.
+func (e *Estimator) Add(s Sample) Estimate {
+	if e.started && (s.At.Before(e.prev.At) || s.Delivered < e.prev.Delivered || s.Acks < e.prev.Acks) {
+		*e = Estimator{rounds: e.rounds, minAcks: e.minAcks}
+	}
+	var closed window
+	if e.started {
+		closed = e.advance(s)
+	}
+	if !e.open && !s.Recovering {
+		e.begin(s)
+	}
+	e.started, e.prev = true, s
+	e.horizon = max(time.Duration(e.rounds)*s.SRTT, 2*e.span)
+	e.expire(s.At)
+	if !closed.end.IsZero() {
+		e.admit(closed)
+	}
+	if s.PacingRate > 0 {
+		e.pacing = pushMax(e.pacing, reading{s.At, s.PacingRate}, func(r reading) rate.Bitrate { return r.rate })
+	}
+	e.last = e.estimate(s)
+	if !closed.end.IsZero() {
+		e.last.Window, e.last.WindowPathLimited = closed.rate, closed.pathLimited
+	}
+	return e.last
+}
+
+// begin opens a window at s.
+func (e *Estimator) begin(s Sample) {
+	e.open = true
+	e.start = mark{s.At, s.Delivered, s.Acks}
+	e.room = math.Inf(1)
+}
+
+// advance accounts for the interval from the previous sample to s and
+// returns the window s closes, if any.
+func (e *Estimator) advance(s Sample) window {
+	if !e.open {
+		return window{}
+	}
+	if !s.Backlogged {
+		// The bottleneck stayed busy until s if what was in flight at the
+		// previous sample exceeded what the path holds (rate × min RTT)
+		// plus what it drains until s: so at any rate up to this one.
+		base := s.MinRTT
+		if base <= 0 {
+			base = s.SRTT
+		}
+		d := base + s.At.Sub(e.prev.At)
+		switch {
+		case e.prev.InFlight < 0:
+			e.room = 0
+		case d > 0:
+			e.room = min(e.room, float64(e.prev.InFlight)/d.Seconds())
+		}
+	}
+	if s.Recovering || !e.spans(s) {
+		return window{}
+	}
+	n := float64(s.Delivered - e.start.delivered)
+	e.span = s.At.Sub(e.start.at)
+	bps := n / e.span.Seconds()
+	w := window{end: s.At, rate: bytesPerSecond(bps), pathLimited: e.room >= bps}
+	e.begin(s)
+	return w
+}
+
+// spans reports whether the open window, ending at s, is long enough to
+// measure: at least one smoothed round trip and MinAcks acknowledgements.
+func (e *Estimator) spans(s Sample) bool {
+	d := s.At.Sub(e.start.at)
+	return d > 0 && d >= s.SRTT && s.Acks-e.start.acks >= uint64(e.minAcks)
+}
+
+// admit puts a closed window into the maximum; a path-limited one also
+// becomes the floor. An application-limited window thereby raises the
+// estimate when it is the highest, and otherwise changes nothing: the
+// maximum, or the floor, is above it.
+func (e *Estimator) admit(w window) {
+	if w.pathLimited {
+		e.floor = w
+	}
+	e.live = pushMax(e.live, w, func(w window) rate.Bitrate { return w.rate })
+	e.held = w
+}
+
+// expire drops windows and pacing readings older than the horizon before
+// now, keeping the newest pacing reading.
+func (e *Estimator) expire(now time.Time) {
+	for len(e.live) > 0 && now.Sub(e.live[0].end) > e.horizon {
+		e.live = e.live[1:]
+	}
+	for len(e.pacing) > 1 && now.Sub(e.pacing[0].at) > e.horizon {
+		e.pacing = e.pacing[1:]
+	}
+}
+
+// pushMax appends v to a list kept decreasing by key, dropping the entries
+// it outranks, and the oldest if the list is full.
+func pushMax[T any](list []T, v T, key func(T) rate.Bitrate) []T {
+	for len(list) > 0 && key(list[len(list)-1]) <= key(v) {
+		list = list[:len(list)-1]
+	}
+	if len(list) == maxEntries {
+		list = append(list[:0], list[1:]...)
+	}
+	return append(list, v)
+}
+
+// measured returns the highest window to report before the bounds, whether
+// it comes from an application-limited or aged-out window, and whether
+// there is one at all.
+func (e *Estimator) measured(now time.Time) (rate.Bitrate, bool, bool) {
+	switch {
+	case len(e.live) > 0 && e.live[0].rate >= e.floor.rate:
+		return e.live[0].rate, !e.live[0].pathLimited, true
+	case !e.floor.end.IsZero():
+		return e.floor.rate, now.Sub(e.floor.end) > e.horizon, true
+	case !e.held.end.IsZero():
+		return e.held.rate, true, true
+	}
+	return 0, false, false
+}
+
+// estimate combines the maximum with the bounds at sample s.
+func (e *Estimator) estimate(s Sample) Estimate {
+	var est Estimate
+	winBound, haveWin := WindowRate(s.Cwnd, s.PeerWindow, s.SRTT)
+	if haveWin {
+		est.Bound = winBound
+	}
+	var paceBound rate.Bitrate
+	if len(e.pacing) > 0 {
+		paceBound = e.pacing[0].rate
+		if !haveWin || paceBound < est.Bound {
+			est.Bound = paceBound
+		}
+	}
+	haveBound := haveWin || paceBound > 0
+	m, appLimited, ok := e.measured(s.At)
+	if !ok {
+		if haveBound {
+			est.Rate, est.Source = est.Bound, SourceWindow
+		}
+		return est
+	}
+	est.Measured, est.AppLimited = m, appLimited
+	est.Rate, est.Source = m, SourceMeasured
+	if haveBound && est.Bound < m {
+		est.Rate, est.Source = est.Bound, SourceWindowCapped
+		if paceBound > 0 && paceBound == est.Bound && (!haveWin || paceBound < winBound) {
+			est.Source = SourcePacingCapped
+		}
+	}
+	return est
+}

@@ -1,0 +1,287 @@
+package drain
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"replenish/rate"
+)
+
+// link generates the samples a transport would read from a sender on a
+// path: every step, delivered bytes advance at the path's rate in whole
+// acknowledgements of ackBytes, as they do on a real link.
+type link struct {
+	t         time.Time
+	delivered float64 // bytes, exact
+	acked     uint64  // bytes, in whole acknowledgements
+	acks      uint64
+	ackBytes  int
+	s         Sample // the template: SRTT, MinRTT, Cwnd, ...
+}
+
+func newLink() *link {
+	return &link{t: time.Unix(1000, 0), ackBytes: 2896, s: Sample{
+		SRTT: 40 * time.Millisecond, MinRTT: 20 * time.Millisecond, Cwnd: 1 << 30, PeerWindow: 1 << 30, InFlight: 1 << 30,
+	}}
+}
+
+// run advances the link by d in steps of step at rate r (bytes delivered),
+// with each sample adjusted by f, and feeds the samples to e. It returns the
+// last estimate; peak is the highest Measured over the run.
+func (l *link) run(e *Estimator, d, step time.Duration, r rate.Bitrate, f func(*Sample)) Estimate {
+	est, _ := l.runPeak(e, d, step, r, f)
+	return est
+}
+
+func (l *link) runPeak(e *Estimator, d, step time.Duration, r rate.Bitrate, f func(*Sample)) (est Estimate, peak rate.Bitrate) {
+	for end := l.t.Add(d); l.t.Before(end); {
+		l.t = l.t.Add(step)
+		l.delivered += r.BytesPerSecond() * step.Seconds()
+		for float64(l.acked)+float64(l.ackBytes) <= l.delivered {
+			l.acked += uint64(l.ackBytes)
+			l.acks++
+		}
+		s := l.s
+		s.At, s.Delivered, s.Acks = l.t, l.acked, l.acks
+		if f != nil {
+			f(&s)
+		}
+		est = e.Add(s)
+		peak = max(peak, est.Measured)
+	}
+	return est, peak
+}
+
+func near(a, b rate.Bitrate, tol float64) bool {
+	return float64(a) >= float64(b)*(1-tol) && float64(a) <= float64(b)*(1+tol)
+}
+
+func backlogged(s *Sample) { s.Backlogged = true }
+
+// appLimited makes the sender keep little in flight and no backlog.
+func appLimited(s *Sample) { s.Backlogged = false; s.InFlight = 100 }
+
+func TestEstimatorTracksThePath(t *testing.T) {
+	for _, r := range []rate.Bitrate{100 * rate.Kbps, 2 * rate.Mbps, 20 * rate.Mbps, 1 * rate.Gbps} {
+		e := New(Config{})
+		l := newLink()
+		est := l.run(e, 20*time.Second, 7*time.Millisecond, r, backlogged)
+		if !near(est.Rate, r, 0.05) || est.AppLimited || est.Source != SourceMeasured {
+			t.Errorf("%v: estimate %+v", r, est)
+		}
+	}
+}
+
+func TestEstimatorBeforeAnyWindow(t *testing.T) {
+	e := New(Config{})
+	if est := e.Add(Sample{At: time.Unix(1, 0)}); est.Known() || est.Rate != 0 {
+		t.Errorf("nothing known: %+v", est)
+	}
+	// 100 × 1448 bytes per 100 ms, with a peer window of 72400: the
+	// smaller, 724 kB/s.
+	est := e.Add(Sample{At: time.Unix(2, 0), Cwnd: 144800, PeerWindow: 72400, SRTT: 100 * time.Millisecond})
+	if est.Source != SourceWindow || est.Rate != rate.FromBytesPerSecond(724000) || est.Bound != est.Rate {
+		t.Errorf("bootstrap: %+v", est)
+	}
+	// A closed peer window is a known zero.
+	est = e.Add(Sample{At: time.Unix(3, 0), Cwnd: 144800, PeerWindow: 0, SRTT: 100 * time.Millisecond})
+	if !est.Known() || est.Rate != 0 {
+		t.Errorf("closed window: %+v", est)
+	}
+	// A pacing rate bounds the bootstrap too.
+	est = e.Add(Sample{At: time.Unix(4, 0), Cwnd: 144800, PeerWindow: -1, SRTT: 100 * time.Millisecond, PacingRate: rate.Mbps})
+	if est.Source != SourceWindow || est.Rate != rate.Mbps {
+		t.Errorf("paced bootstrap: %+v", est)
+	}
+}
+
+func TestEstimatorMinAcks(t *testing.T) {
+	// At 100 kb/s with a 2896-byte acknowledgement, 16 take 3.7 s: no
+	// window closes before, however many round trips pass.
+	e := New(Config{})
+	l := newLink()
+	if est := l.run(e, 3*time.Second, 7*time.Millisecond, 100*rate.Kbps, backlogged); est.Source != SourceWindow {
+		t.Errorf("a window closed with fewer than 16 acknowledgements: %+v", est)
+	}
+	if est := l.run(e, time.Second, 7*time.Millisecond, 100*rate.Kbps, backlogged); est.Source != SourceMeasured {
+		t.Errorf("no window after 16 acknowledgements: %+v", est)
+	}
+}
+
+// TestEstimatorLossRecovery: acknowledgements stall while a hole is
+// repaired and then jump by everything selectively acknowledged meanwhile.
+// Windows that end at the jump and start in the stall would measure far
+// more than the path; windows never end or start while recovering.
+func TestEstimatorLossRecovery(t *testing.T) {
+	const r = 2 * rate.Mbps
+	for _, tc := range []struct {
+		name      string
+		flagged   bool
+		overshoot bool
+	}{
+		{"recovery flagged", true, false},
+		{"recovery not flagged", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Config{})
+			l := newLink()
+			l.run(e, 5*time.Second, 7*time.Millisecond, r, backlogged)
+			var peak rate.Bitrate
+			for range 5 {
+				// 300 ms of recovery: the counter holds, then catches up.
+				stall := l.acked
+				_, p1 := l.runPeak(e, 300*time.Millisecond, 7*time.Millisecond, r, func(s *Sample) {
+					s.Backlogged, s.Recovering = true, tc.flagged
+					s.Delivered = stall
+				})
+				_, p2 := l.runPeak(e, 2*time.Second, 7*time.Millisecond, r, backlogged)
+				peak = max(peak, p1, p2)
+			}
+			// One window's ends round to whole acknowledgements and
+			// readings: up to about 1/16 each way.
+			if over := !near(peak, r, 0.08); over != tc.overshoot {
+				t.Errorf("highest measured %v on a %v path; overshoot %v, want %v", peak, r, over, tc.overshoot)
+			}
+		})
+	}
+}
+
+// TestEstimatorAppLimited: application-limited windows only raise the
+// estimate, and the newest path-limited window is held while the sender
+// stays application-limited.
+func TestEstimatorAppLimited(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	est := l.run(e, 10*time.Second, 7*time.Millisecond, 2*rate.Mbps, backlogged)
+	if !near(est.Rate, 2*rate.Mbps, 0.05) || est.AppLimited {
+		t.Fatalf("path-limited: %+v", est)
+	}
+	// The sender falls to 500 kb/s for many round trips: the estimate
+	// keeps the path's rate and says it is application-limited.
+	est = l.run(e, 10*time.Second, 7*time.Millisecond, 500*rate.Kbps, appLimited)
+	if !near(est.Rate, 2*rate.Mbps, 0.05) || !est.AppLimited {
+		t.Errorf("application-limited below the path: %+v", est)
+	}
+	// An application-limited window above the estimate raises it.
+	est = l.run(e, 2*time.Second, 7*time.Millisecond, 3*rate.Mbps, appLimited)
+	if !near(est.Rate, 3*rate.Mbps, 0.05) || !est.AppLimited {
+		t.Errorf("application-limited above the path: %+v", est)
+	}
+}
+
+// TestEstimatorQueueInTheNetwork: a sender with no socket backlog whose
+// congestion control keeps a queue at the bottleneck (more in flight than
+// the path holds) is path-limited, and its windows lower the estimate.
+func TestEstimatorQueueInTheNetwork(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	l.run(e, 10*time.Second, 7*time.Millisecond, 2*rate.Mbps, backlogged)
+	// 1 Mb/s is 125 kB/s: 20 ms of minimum RTT plus 7 ms between readings
+	// is 3375 bytes of path, so 10000 in flight is a standing queue.
+	queued := func(s *Sample) { s.Backlogged = false; s.InFlight = 10000 }
+	est := l.run(e, 10*time.Second, 7*time.Millisecond, 1*rate.Mbps, queued)
+	if !near(est.Rate, 1*rate.Mbps, 0.05) || est.AppLimited {
+		t.Errorf("queue in the network: %+v", est)
+	}
+	// At 500 kb/s, 27 ms is 1687 bytes: with 1000 in flight the
+	// bottleneck could run dry between readings, so the windows are
+	// application-limited and the estimate stays.
+	short := func(s *Sample) { s.Backlogged = false; s.InFlight = 1000 }
+	est = l.run(e, 10*time.Second, 7*time.Millisecond, 500*rate.Kbps, short)
+	if !near(est.Rate, 1*rate.Mbps, 0.05) || !est.AppLimited {
+		t.Errorf("short of a queue: %+v", est)
+	}
+}
+
+// TestEstimatorRateDrop: after the path's rate halves, the old windows age
+// out within Rounds round trips and the estimate follows.
+func TestEstimatorRateDrop(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	l.run(e, 10*time.Second, 7*time.Millisecond, 4*rate.Mbps, backlogged)
+	// Less than Rounds round trips after the drop, the maximum still holds
+	// the old rate; well after, the new one.
+	if est := l.run(e, 5*l.s.SRTT, 7*time.Millisecond, 2*rate.Mbps, backlogged); !near(est.Rate, 4*rate.Mbps, 0.05) {
+		t.Errorf("soon after the drop: %+v", est)
+	}
+	if est := l.run(e, 20*l.s.SRTT, 7*time.Millisecond, 2*rate.Mbps, backlogged); !near(est.Rate, 2*rate.Mbps, 0.05) {
+		t.Errorf("long after the drop: %+v", est)
+	}
+}
+
+func TestEstimatorBounds(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	l.run(e, 10*time.Second, 7*time.Millisecond, 8*rate.Mbps, backlogged)
+	// cwnd 40000 bytes per 40 ms is 1 MB/s: below the measured 8 Mb/s...
+	est := l.run(e, 100*time.Millisecond, 7*time.Millisecond, 8*rate.Mbps, func(s *Sample) { s.Backlogged = true; s.Cwnd = 40000 })
+	if est.Source != SourceWindowCapped || est.Rate != 8*rate.Mbps || !near(est.Measured, 8*rate.Mbps, 0.05) {
+		t.Errorf("at the window bound: %+v", est)
+	}
+	est = l.run(e, 100*time.Millisecond, 7*time.Millisecond, 8*rate.Mbps, func(s *Sample) { s.Backlogged = true; s.Cwnd = 20000 })
+	if est.Source != SourceWindowCapped || est.Rate != 4*rate.Mbps {
+		t.Errorf("below the window bound: %+v", est)
+	}
+	// The pacing bound is the highest pacing rate of the last Rounds
+	// round trips: a dip in the pacer's gain cycle does not lower it.
+	pace := func(p rate.Bitrate) func(*Sample) { return func(s *Sample) { s.Backlogged = true; s.PacingRate = p } }
+	l.run(e, 100*time.Millisecond, 7*time.Millisecond, 8*rate.Mbps, pace(6*rate.Mbps))
+	est = l.run(e, 40*time.Millisecond, 7*time.Millisecond, 8*rate.Mbps, pace(4*rate.Mbps))
+	if est.Source != SourcePacingCapped || est.Rate != 6*rate.Mbps {
+		t.Errorf("pacing bound: %+v", est)
+	}
+	est = l.run(e, 30*l.s.SRTT, 7*time.Millisecond, 8*rate.Mbps, pace(4*rate.Mbps))
+	if est.Source != SourcePacingCapped || est.Rate != 4*rate.Mbps {
+		t.Errorf("pacing bound after its window: %+v", est)
+	}
+}
+
+func TestEstimatorResets(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	l.run(e, 10*time.Second, 7*time.Millisecond, 8*rate.Mbps, backlogged)
+	// Counters that go backwards are a new connection: nothing measured.
+	est := e.Add(Sample{At: l.t.Add(time.Millisecond), Delivered: 5, Acks: 1, SRTT: 40 * time.Millisecond, Cwnd: 14480})
+	if est.Source != SourceWindow || est.Measured != 0 {
+		t.Errorf("after counters went backwards: %+v", est)
+	}
+	// So is a sample from the past.
+	est = e.Add(Sample{At: l.t.Add(-time.Hour), Delivered: 5, Acks: 1})
+	if est.Known() {
+		t.Errorf("after time went backwards: %+v", est)
+	}
+}
+
+// TestEstimatorBounded: a long run of ever-lower windows keeps at most
+// maxEntries of them.
+func TestEstimatorBounded(t *testing.T) {
+	e := New(Config{Rounds: 1 << 20, MinAcks: 1})
+	l := newLink()
+	r := 100 * rate.Mbps
+	for range 4 * maxEntries {
+		l.run(e, 100*time.Millisecond, 50*time.Millisecond, r, backlogged)
+		r = r.Scale(0.99)
+	}
+	if len(e.live) > maxEntries || len(e.pacing) > maxEntries {
+		t.Errorf("%d windows, %d pacing readings kept; bound %d", len(e.live), len(e.pacing), maxEntries)
+	}
+}
+
+func TestSourceText(t *testing.T) {
+	for s, want := range map[Source]string{SourceNone: "none", SourceWindow: "window", SourceMeasured: "measured",
+		SourceWindowCapped: "window-capped", SourcePacingCapped: "pacing-capped", SourceStack: "stack", Source(42): "Source(42)"} {
+		if got := s.String(); got != want {
+			t.Errorf("%d: %q, want %q", int(s), got, want)
+		}
+		b, _ := s.MarshalText()
+		var back Source
+		err := back.UnmarshalText(b)
+		if s <= SourceStack && (err != nil || back != s) {
+			t.Errorf("%v: round trip %v, %v", s, back, err)
+		}
+		if s > SourceStack && !errors.Is(err, ErrSource) {
+			t.Errorf("%q read back as %v, %v", b, back, err)
+		}
+	}
+}

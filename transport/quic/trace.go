@@ -1,0 +1,43 @@
+package quic
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
+)
+
+// pathState is what the Conn learns from quic-go's recovery events that
+// ConnectionStats does not give: the bytes in flight and whether the
+// congestion controller is recovering from a loss. It is updated on
+// quic-go's goroutines and read by the Conn's.
+type pathState struct {
+	inFlight   atomic.Int64
+	recovering atomic.Bool
+}
+
+// tracer returns a quic.Config Tracer that keeps st up to date; it records
+// nothing else.
+func (st *pathState) tracer() func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace {
+	return func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return st }
+}
+
+// AddProducer implements qlogwriter.Trace.
+func (st *pathState) AddProducer() qlogwriter.Recorder { return st }
+
+// RecordEvent implements qlogwriter.Recorder: it keeps the two values and
+// drops every other event. It does not block.
+func (st *pathState) RecordEvent(ev qlogwriter.Event) {
+	switch ev := ev.(type) {
+	case qlog.MetricsUpdated:
+		// quic-go fills every field with its current value.
+		st.inFlight.Store(int64(ev.BytesInFlight))
+	case qlog.CongestionStateUpdated:
+		st.recovering.Store(ev.State == qlog.CongestionStateRecovery)
+	}
+}
+
+// Close implements qlogwriter.Recorder.
+func (st *pathState) Close() error { return nil }
