@@ -1,7 +1,6 @@
 package viewer
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,11 +17,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/quicvarint"
 
 	"replenish/framer"
 	"replenish/internal/certs"
-	roq "replenish/transport/quic"
 )
 
 // waitLimit bounds every wait for a condition in these tests. It is a
@@ -202,7 +199,7 @@ func newFakeSender(t *testing.T) *fakeSender {
 // pin.
 func dialQUIC(t *testing.T, addr string, pin certs.Fingerprint) (*quic.Conn, error) {
 	t.Helper()
-	tc, err := certs.ClientTLS(pin, nil, "", roq.ALPN)
+	tc, err := certs.ClientTLS(pin, nil, "", framer.RoQALPN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,12 +221,11 @@ func dialQUICSender(t *testing.T, ts *testServer, name string) *fakeSender {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ms.Write(quicvarint.Append(nil, roq.FlowID)); err != nil {
+	if _, err := ms.Write(roqHeader()); err != nil {
 		t.Fatal(err)
 	}
 	fs := newFakeSender(t)
-	fs.qc, fs.media = qc, ms
-	fs.frame = func(dst, pkt []byte) ([]byte, error) { return appendRoQPacket(dst, pkt), nil }
+	fs.qc, fs.media, fs.frame = qc, ms, framer.AppendRoQPacket
 	go fs.readFeedback(quicFeedback(qc))
 	if name != "" {
 		fs.sendSDES(name)
@@ -237,10 +233,16 @@ func dialQUICSender(t *testing.T, ts *testServer, name string) *fakeSender {
 	return fs
 }
 
+// roqHeader returns what a RoQ stream of the session starts with.
+func roqHeader() []byte {
+	b, _ := framer.AppendRoQStreamHeader(nil, framer.RoQSessionFlow)
+	return b
+}
+
 // quicFeedback returns a reader of the viewer's feedback: the packets of
 // the streams it opens.
 func quicFeedback(qc *quic.Conn) func() ([]byte, error) {
-	var r *bufio.Reader
+	var r *framer.RoQReader
 	return func() ([]byte, error) {
 		for {
 			if r == nil {
@@ -248,12 +250,12 @@ func quicFeedback(qc *quic.Conn) func() ([]byte, error) {
 				if err != nil {
 					return nil, err
 				}
-				r = bufio.NewReader(s)
-				if flow, err := readVarint(r); err != nil || flow != roq.FlowID {
+				r = framer.NewRoQReader(s)
+				if flow, err := r.FlowID(); err != nil || flow != framer.RoQSessionFlow {
 					return nil, fmt.Errorf("feedback stream: flow %d, %v", flow, err)
 				}
 			}
-			pkt, err := readRoQPacket(r)
+			pkt, err := r.ReadPacket()
 			if errors.Is(err, io.EOF) {
 				r = nil
 				continue

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/quicvarint"
 
+	"replenish/framer"
 	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/media/fakecodec"
@@ -36,7 +36,7 @@ func TestQUICSenderToViewer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := certs.ClientTLS(ts.Fingerprint(), nil, "", roq.ALPN)
+	tc, err := certs.ClientTLS(ts.Fingerprint(), nil, "", framer.RoQALPN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestQUICWrongPinRefused(t *testing.T) {
 	ts := startServer(t, nil)
 	wrong := ts.Fingerprint()
 	wrong[0] ^= 0xff
-	tc, err := certs.ClientTLS(wrong, nil, "", roq.ALPN)
+	tc, err := certs.ClientTLS(wrong, nil, "", framer.RoQALPN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func (f *frameStreams) open(t *testing.T, key bool) (*quic.SendStream, [][]byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Write(quicvarint.Append(nil, roq.FlowID)); err != nil {
+	if _, err := s.Write(roqHeader()); err != nil {
 		t.Fatal(err)
 	}
 	out := make([][]byte, len(pkts))
@@ -185,7 +185,10 @@ func writePackets(t *testing.T, s *quic.SendStream, pkts ...[]byte) {
 	t.Helper()
 	var b []byte
 	for _, p := range pkts {
-		b = appendRoQPacket(b, p)
+		var err error
+		if b, err = framer.AppendRoQPacket(b, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := s.Write(b); err != nil {
 		t.Fatal(err)
@@ -213,9 +216,11 @@ func (f *frameStreams) trySend(key bool) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	b := quicvarint.Append(nil, roq.FlowID)
+	b := roqHeader()
 	for _, p := range pkts {
-		b = appendRoQPacket(b, p)
+		if b, err = framer.AppendRoQPacket(b, p); err != nil {
+			return 0, err
+		}
 	}
 	if _, err := s.Write(b); err != nil {
 		return 0, err
@@ -463,7 +468,8 @@ func TestQUICFraming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other.Write(append(quicvarint.Append(nil, 7), bytes.Repeat([]byte{1}, 100)...)) // flow 7: not media
+	flow7, _ := framer.AppendRoQStreamHeader(nil, 7)
+	other.Write(append(flow7, bytes.Repeat([]byte{1}, 100)...)) // flow 7: not media
 	other.Close()
 	f.send(t, false)
 	eventually(t, "both frames", func() bool { s, _ := ts.stats(t).stream("flows"); return s.FramesReceived == 2 && s.Connected })
@@ -472,7 +478,7 @@ func TestQUICFraming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad.Write(append(quicvarint.Append(nil, roq.FlowID), 0)) // a zero-length packet
+	bad.Write(append(roqHeader(), 0)) // a zero-length packet
 	bad.Close()
 	f.closedByViewer(t)
 	eventually(t, "stream disconnected", func() bool { s, _ := ts.stats(t).stream("flows"); return !s.Connected })

@@ -1,7 +1,7 @@
 package viewer
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,18 +11,16 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/quicvarint"
 
 	"replenish/framer"
-	roq "replenish/transport/quic"
 )
 
-// RoQ error codes the viewer sends (draft-ietf-avtcore-rtp-over-quic
-// section 9).
+// RoQ error codes the viewer sends.
 const (
-	roqNoError      quic.ApplicationErrorCode = 0x00
-	roqGeneralError quic.ApplicationErrorCode = 0x01
-	roqUnknownFlow  quic.StreamErrorCode      = 0x06
+	roqNoError      = quic.ApplicationErrorCode(framer.RoQNoError)
+	roqGeneralError = quic.ApplicationErrorCode(framer.RoQGeneralError)
+	roqPacketError  = quic.ApplicationErrorCode(framer.RoQPacketError)
+	roqUnknownFlow  = quic.StreamErrorCode(framer.RoQUnknownFlowID)
 )
 
 // maxSenderStreams is how many unidirectional streams a sender may have
@@ -149,15 +147,15 @@ func (l *quicLink) accept() {
 
 // read reads one stream to its end: the flow identifier, then packets.
 func (l *quicLink) read(in *inStream) {
-	r := bufio.NewReader(in.s)
-	flow, err := readVarint(r)
-	if err == nil && flow != roq.FlowID {
+	r := framer.NewRoQReader(in.s)
+	flow, err := r.FlowID()
+	if err == nil && flow != framer.RoQSessionFlow {
 		in.s.CancelRead(roqUnknownFlow) // not ours to read; nothing was taken from it
 		err = io.EOF
 	}
 	for err == nil {
 		var pkt []byte
-		if pkt, err = readRoQPacket(r); err == nil && !l.add(in, pkt) {
+		if pkt, err = r.ReadPacket(); err == nil && !l.add(in, bytes.Clone(pkt)) {
 			return
 		}
 	}
@@ -200,8 +198,8 @@ func (l *quicLink) ended(in *inStream, err error) {
 		in.avail = len(in.pkts) // what the sender sent, whole or not
 	case errors.As(err, &serr) && serr.Remote:
 		in.end = streamReset
-	case errors.Is(err, errRoQ):
-		l.failLocked(err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, framer.ErrEmptyPacket), errors.Is(err, framer.ErrPacketTooLarge):
+		l.failLocked(fmt.Errorf("%w: %w", errRoQ, err))
 		return
 	default:
 		l.failLocked(connectionEnded(err))
@@ -298,20 +296,27 @@ func (l *quicLink) writeControl(pkt []byte, deadline time.Time) error {
 			return fmt.Errorf("opening the feedback stream: %w", err)
 		}
 		l.fb = s
-		l.fbuf = quicvarint.Append(l.fbuf, roq.FlowID)
+		l.fbuf, _ = framer.AppendRoQStreamHeader(l.fbuf, framer.RoQSessionFlow) // in range
 	}
-	l.fbuf = appendRoQPacket(l.fbuf, pkt)
+	var err error
+	if l.fbuf, err = framer.AppendRoQPacket(l.fbuf, pkt); err != nil {
+		return err
+	}
 	l.fb.SetWriteDeadline(deadline)
-	_, err := l.fb.Write(l.fbuf)
+	_, err = l.fb.Write(l.fbuf)
 	return err
 }
 
-// close closes the connection with ROQ_NO_ERROR for an orderly end, and
-// ROQ_GENERAL_ERROR with the reason otherwise.
+// close closes the connection with ROQ_NO_ERROR for an orderly end,
+// ROQ_PACKET_ERROR for malformed framing or packets, and ROQ_GENERAL_ERROR
+// otherwise, with the reason.
 func (l *quicLink) close(cause error) {
 	code, reason := roqNoError, ""
 	if cause != nil && !errors.Is(cause, io.EOF) && !errors.Is(cause, errShutdown) {
 		code, reason = roqGeneralError, cause.Error()
+		if errors.Is(cause, errRoQ) || errors.Is(cause, errBadMedia) {
+			code = roqPacketError
+		}
 		if len(reason) > 200 {
 			reason = reason[:200]
 		}
@@ -336,59 +341,4 @@ func connectionEnded(err error) error {
 // last packet of a frame.
 func isMarker(pkt []byte) bool {
 	return len(pkt) >= 12 && pkt[0]>>6 == 2 && !framer.IsRTCP(pkt) && pkt[1]&0x80 != 0
-}
-
-// readRoQPacket reads one length-prefixed packet of a RoQ stream. It
-// returns io.EOF at a clean end between packets, and an error wrapping
-// errRoQ for a zero or oversized length or a stream that ends inside a
-// packet; the stream's own errors (a reset) come back as they are.
-//
-// framer is to get RoQ framing (NewRoQReader, AppendRoQPacket); this and
-// appendRoQPacket are then to be replaced by it.
-func readRoQPacket(r *bufio.Reader) ([]byte, error) {
-	n, err := readVarint(r)
-	if err != nil {
-		return nil, err
-	}
-	if n == 0 || n > framer.MaxPacketSize {
-		return nil, fmt.Errorf("%w: a packet of %d bytes", errRoQ, n)
-	}
-	pkt := make([]byte, n)
-	if _, err := io.ReadFull(r, pkt); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%w: the stream ended inside a %d-byte packet", errRoQ, n)
-		}
-		return nil, err
-	}
-	return pkt, nil
-}
-
-// readVarint reads a QUIC variable-length integer (RFC 9000 section 16).
-// It returns io.EOF if r ends before it, and an error wrapping errRoQ if r
-// ends inside it.
-func readVarint(r *bufio.Reader) (uint64, error) {
-	first, err := r.ReadByte()
-	if err != nil {
-		return 0, err
-	}
-	var b [8]byte
-	b[0] = first & 0x3f
-	n := 1 << (first >> 6)
-	if _, err := io.ReadFull(r, b[1:n]); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, fmt.Errorf("%w: the stream ended inside a length", errRoQ)
-		}
-		return 0, err
-	}
-	var v uint64
-	for _, x := range b[:n] {
-		v = v<<8 | uint64(x)
-	}
-	return v, nil
-}
-
-// appendRoQPacket appends pkt to b preceded by its length as a QUIC
-// variable-length integer. See readRoQPacket.
-func appendRoQPacket(b, pkt []byte) []byte {
-	return append(quicvarint.Append(b, uint64(len(pkt))), pkt...)
 }

@@ -23,6 +23,7 @@ var (
 	errStalled        = errors.New("viewer: sender stalled")
 	errReplaced       = errors.New("viewer: another connection took over the stream")
 	errShutdown       = errors.New("viewer: shutting down")
+	errBadMedia       = errors.New("viewer: malformed media")
 )
 
 // senderConn is one connection from a sender, over either transport. Its
@@ -145,7 +146,7 @@ func (s *Server) readSender(sc *senderConn, st *stream) (*stream, error) {
 			continue
 		case framer.IsRTCP(in.pkt):
 			if st, err = s.onControl(sc, st, in.pkt, now); err != nil {
-				return st, err
+				return st, fmt.Errorf("%w: RTCP: %w", errBadMedia, err)
 			}
 			continue
 		}
@@ -157,7 +158,7 @@ func (s *Server) readSender(sc *senderConn, st *stream) (*stream, error) {
 			dropped = d
 		}
 		if err != nil {
-			return st, fmt.Errorf("RTP: %w", err)
+			return st, fmt.Errorf("%w: RTP: %w", errBadMedia, err)
 		}
 		if f != nil {
 			sc.ssrc.Store(f.SSRC)

@@ -39,7 +39,6 @@ import (
 
 	"replenish/framer"
 	"replenish/internal/certs"
-	roq "replenish/transport/quic"
 	"replenish/web"
 )
 
@@ -328,7 +327,7 @@ func (s *Server) listen(ctx context.Context) (*listeners, error) {
 		return nil, fmt.Errorf("viewer: QUIC and clock probe socket: %w", err)
 	}
 	l.tr = &quic.Transport{Conn: l.udp}
-	tlsConf := &tls.Config{Certificates: []tls.Certificate{s.cert}, NextProtos: []string{roq.ALPN}, MinVersion: tls.VersionTLS13}
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{s.cert}, NextProtos: []string{framer.RoQALPN}, MinVersion: tls.VersionTLS13}
 	if l.quic, err = l.tr.Listen(tlsConf, quicConfig()); err != nil {
 		l.close()
 		return nil, fmt.Errorf("viewer: QUIC listener: %w", err)
