@@ -44,7 +44,7 @@ func writeFrames(t *testing.T, c *Conn, pz *framer.Packetizer, n int) []sentFram
 		}
 		var ctl [][]byte
 		if i == 0 {
-			sdes, err := framer.MarshalSDES(testSSRC, "test-cname", "cam-1")
+			sdes, err := framer.MarshalSDES(testSSRC, "test-cname", "cam-1", "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -56,7 +56,7 @@ func TestMoveCaptureTime(t *testing.T) {
 
 func TestRTCPSSRCTranslation(t *testing.T) {
 	const ours, wire = 0x1111, 0x2222
-	sdes, _ := framer.MarshalSDES(ours, "c", "cam")
+	sdes, _ := framer.MarshalSDES(ours, "c", "cam", "")
 	pkts, err := framer.ParseControl(sdes)
 	if err != nil {
 		t.Fatal(err)
