@@ -212,6 +212,14 @@ func (o *options) checkTransport(r rawFlags) error {
 	return nil
 }
 
+// modeText is the mode as the viewer shows it beside the stream.
+func (o options) modeText() string {
+	if o.transport == "webrtc" {
+		return "gcc" // pion's send-side bandwidth estimation sets the rate
+	}
+	return o.mode.String()
+}
+
 // roots reads the -ca file; nil when there is none.
 func (o options) roots() (*x509.CertPool, error) {
 	if o.ca == "" {

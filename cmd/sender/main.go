@@ -72,7 +72,7 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 
 	var rec *records
-	scfg := sender.Config{Name: o.name, MaxSize: o.maxRes, FPS: o.fps, Start: o.start, Logger: log,
+	scfg := sender.Config{Name: o.name, Mode: o.modeText(), MaxSize: o.maxRes, FPS: o.fps, Start: o.start, Logger: log,
 		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
 	if o.records != "" {
 		if rec, err = openRecords(o.records); err != nil {
