@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"replenish/internal/jsonl"
+	"replenish/records"
 	"replenish/transport"
 	"replenish/transport/tcp"
 )
@@ -47,52 +47,9 @@ const statusSpan = 2 * time.Second
 // readyLine is what a receiving child prints once it accepts connections.
 const readyLine = "ready"
 
-// sendLine is one write in a sending child's records.
-type sendLine struct {
-	Kind         string `json:"kind"` // "write"
-	ID           uint64 `json:"id"`
-	WriteStartUs int64  `json:"write_start_us"`
-	WriteEndUs   int64  `json:"write_end_us"`
-	LeftHostUs   int64  `json:"left_host_us,omitempty"` // 0: departure unknown
-	Bytes        int    `json:"bytes"`
-	DrainBps     int64  `json:"drain_bps,omitempty"` // the invitation's drain-rate estimate
-	Unsent       int    `json:"unsent"`              // unsent bytes at the invitation
-	Part         string `json:"part,omitempty"`      // rr: "header" or "body"
-	Retransmits  int    `json:"retransmits"`         // the connection's, before the write
-	// Pending marks a write that had not left the host when the sender
-	// stopped; it has no WriteEndUs or LeftHostUs.
-	Pending bool `json:"pending,omitempty"`
-}
-
 // maxPendingWrites bounds the writes a sending child tracks until their
 // departure.
 const maxPendingWrites = 1 << 18
-
-// requestLine is one request of the rr workload.
-type requestLine struct {
-	Kind    string `json:"kind"` // "request"
-	ID      uint64 `json:"id"`
-	StartUs int64  `json:"start_us"` // before the header's write
-	EndUs   int64  `json:"end_us"`   // the answer read
-}
-
-// connEndLine closes a sending child's records.
-type connEndLine struct {
-	Kind          string `json:"kind"` // "conn"
-	EndUs         int64  `json:"end_us"`
-	Retransmits   int    `json:"retransmits"`
-	Writes        uint64 `json:"writes"`
-	Unstamped     uint64 `json:"unstamped"`
-	InvitedKernel uint64 `json:"invited_kernel"`
-	InvitedTimer  uint64 `json:"invited_timer"`
-	InvitedAtOnce uint64 `json:"invited_immediate"`
-}
-
-// sinkLine is one point of the sink's count: total bytes read by time Us.
-type sinkLine struct {
-	Us    int64 `json:"us"`
-	Total int64 `json:"total"`
-}
 
 // sinkEvery is the least time between two points the sink records.
 const sinkEvery = 10 * time.Millisecond
@@ -103,13 +60,6 @@ type statusLine struct {
 	P50Ms   float64 `json:"p50_ms"`  // source delay over the last statusSpan; -1 when none
 	Pending int     `json:"pending"` // writes awaiting their departure
 	Stopped bool    `json:"stopped"` // no longer writing (after SIGUSR1)
-}
-
-func us(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
 }
 
 // recentDelays keeps the source delays of the last statusSpan for the
@@ -234,7 +184,7 @@ func childFlags(name string, args []string, stderr io.Writer, def func(fs *flag.
 // sendState tracks a sending child's writes: each write awaiting its
 // departure, by ID, and the records file.
 type sendState struct {
-	rec    *jsonl.Writer
+	rec    *records.Writer
 	recent recentDelays
 	part   func(id uint64) string
 
@@ -252,7 +202,7 @@ type pendingWrite struct {
 	retrans int
 }
 
-func newSendState(rec *jsonl.Writer, part func(uint64) string) *sendState {
+func newSendState(rec *records.Writer, part func(uint64) string) *sendState {
 	return &sendState{rec: rec, part: part, pending: map[uint64]pendingWrite{}}
 }
 
@@ -270,15 +220,16 @@ func (s *sendState) sent(r transport.SendRecord) {
 	pw := s.pending[r.ID]
 	delete(s.pending, r.ID)
 	s.mu.Unlock()
-	l := sendLine{
-		Kind: "write", ID: r.ID, WriteStartUs: us(r.WriteStart), WriteEndUs: us(r.WriteEnd), LeftHostUs: us(r.LeftHost),
+	us := records.Micros
+	l := records.Write{
+		Kind: records.KindWrite, ID: r.ID, WriteStartUs: us(r.WriteStart), WriteEndUs: us(r.WriteEnd), LeftHostUs: us(r.LeftHost),
 		Bytes: r.Bytes, DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent, Retransmits: r.Retransmits,
 	}
 	if s.part != nil {
 		l.Part = s.part(r.ID)
 	}
 	s.rec.Write(l)
-	if s.part == nil || l.Part == "body" {
+	if s.part == nil || l.Part == records.PartBody {
 		s.recent.add(r.WriteStart, r.SourceDelay())
 	}
 }
@@ -301,7 +252,7 @@ func (s *sendState) end(c *tcp.Conn) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		pw := s.pending[id]
-		l := sendLine{Kind: "write", ID: id, WriteStartUs: us(pw.start), Bytes: pw.bytes,
+		l := records.Write{Kind: records.KindWrite, ID: id, WriteStartUs: records.Micros(pw.start), Bytes: pw.bytes,
 			DrainBps: int64(pw.inv.DrainRate), Unsent: pw.inv.Unsent, Retransmits: pw.retrans, Pending: true}
 		if s.part != nil {
 			l.Part = s.part(id)
@@ -310,11 +261,7 @@ func (s *sendState) end(c *tcp.Conn) {
 	}
 	clear(s.pending)
 	s.mu.Unlock()
-	st := c.Stats()
-	s.rec.Write(connEndLine{
-		Kind: "conn", EndUs: time.Now().UnixMicro(), Retransmits: st.TotalRetrans, Writes: st.Frames, Unstamped: st.RecordsUnstamped,
-		InvitedKernel: st.InvitedKernel, InvitedTimer: st.InvitedTimer, InvitedAtOnce: st.InvitedImmediate,
-	})
+	s.rec.Write(records.TCPConn(time.Now(), c.Stats()))
 }
 
 // dialSender connects to addr with the mode's configuration and records
@@ -373,7 +320,7 @@ func awaitPacket(c *tcp.Conn, raw syscall.RawConn, got func() bool) error {
 // sendingChild is what the sending children (bulk-send, rr-client) share:
 // their records, the connection, the stop signal and the status printer.
 type sendingChild struct {
-	rec         *jsonl.Writer
+	rec         *records.Writer
 	s           *sendState
 	c           *tcp.Conn
 	raw         syscall.RawConn
@@ -388,8 +335,8 @@ type sendingChild struct {
 // startSending creates the records file, connects to addr in mode (see
 // dialSender for part and onPacket) and starts printing status lines to
 // stdout.
-func startSending(ctx context.Context, addr string, mode transport.Mode, records string, part func(uint64) string, onPacket func([]byte), stdout io.Writer) (*sendingChild, error) {
-	rec, err := jsonl.Create(records, maxChildRecords)
+func startSending(ctx context.Context, addr string, mode transport.Mode, recPath string, part func(uint64) string, onPacket func([]byte), stdout io.Writer) (*sendingChild, error) {
+	rec, err := records.Create(recPath, maxChildRecords)
 	if err != nil {
 		return nil, err
 	}
@@ -424,23 +371,23 @@ func (sc *sendingChild) finish() error {
 // bulkSendMain is the hidden command "bulk-send": it connects to a sink and
 // writes -size bytes at every invitation until stopped.
 func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var to, records string
+	var to, recPath string
 	var mode transport.Mode
 	var size int
 	err := childFlags("bulk-send", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&to, "to", "", "sink `host:port`")
 		fs.TextVar(&mode, "mode", transport.Mode{Policy: transport.Default}, "send-buffer `mode`")
 		fs.IntVar(&size, "size", defaultBulkWrite, "`bytes` per write")
-		fs.StringVar(&records, "records", "", "records `file`")
+		fs.StringVar(&recPath, "records", "", "records `file`")
 	})
-	if err == nil && (size < 1 || size > maxBulkWrite || records == "" || to == "") {
+	if err == nil && (size < 1 || size > maxBulkWrite || recPath == "" || to == "") {
 		err = errors.New("need -to, -records and -size from 1 B to 64 MiB")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
 		return 2
 	}
-	sc, err := startSending(ctx, to, mode, records, nil, nil, stdout)
+	sc, err := startSending(ctx, to, mode, recPath, nil, nil, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "bulk-send: %v\n", err)
 		return 1
@@ -482,19 +429,19 @@ func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // -listen one after another, reads and discards everything, and records the
 // running total of bytes read at most every sinkEvery.
 func bulkSinkMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var listen, records string
+	var listen, recPath string
 	err := childFlags("bulk-sink", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&listen, "listen", "", "`host:port` to listen on")
-		fs.StringVar(&records, "records", "", "records `file`")
+		fs.StringVar(&recPath, "records", "", "records `file`")
 	})
-	if err == nil && (listen == "" || records == "") {
+	if err == nil && (listen == "" || recPath == "") {
 		err = errors.New("need -listen and -records")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bulk-sink: %v\n", err)
 		return 2
 	}
-	rec, err := jsonl.Create(records, maxChildRecords)
+	rec, err := records.Create(recPath, maxChildRecords)
 	if err != nil {
 		fmt.Fprintf(stderr, "bulk-sink: %v\n", err)
 		return 1
@@ -519,7 +466,7 @@ func bulkSinkMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			if n > 0 {
 				total += int64(n)
 				if now := time.Now(); now.Sub(last) >= sinkEvery {
-					rec.Write(sinkLine{Us: now.UnixMicro(), Total: total})
+					rec.Write(records.Sink{Us: now.UnixMicro(), Total: total})
 					last = now
 				}
 			}
@@ -530,7 +477,7 @@ func bulkSinkMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		stop()
 		conn.Close()
 	}
-	rec.Write(sinkLine{Us: time.Now().UnixMicro(), Total: total})
+	rec.Write(records.Sink{Us: time.Now().UnixMicro(), Total: total})
 	if err := rec.Close(); err != nil {
 		fmt.Fprintf(stderr, "bulk-sink: records: %v\n", err)
 		return 1
@@ -560,14 +507,14 @@ var rrAnswer = []byte{0, 2, 'O', 'K'}
 // 16-byte header and a 32-byte body as two writes, waiting for the answer
 // to each before the next, until stopped.
 func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var to, records string
+	var to, recPath string
 	var mode transport.Mode
 	err := childFlags("rr-client", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&to, "to", "", "server `host:port`")
 		fs.TextVar(&mode, "mode", transport.Mode{Policy: transport.Default}, "send-buffer `mode`")
-		fs.StringVar(&records, "records", "", "records `file`")
+		fs.StringVar(&recPath, "records", "", "records `file`")
 	})
-	if err == nil && (records == "" || to == "") {
+	if err == nil && (recPath == "" || to == "") {
 		err = errors.New("need -to and -records")
 	}
 	if err != nil {
@@ -576,12 +523,12 @@ func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	part := func(id uint64) string {
 		if id%2 == 0 {
-			return "header"
+			return records.PartHeader
 		}
-		return "body"
+		return records.PartBody
 	}
 	answered := false
-	sc, err := startSending(ctx, to, mode, records, part, func([]byte) { answered = true }, stdout)
+	sc, err := startSending(ctx, to, mode, recPath, part, func([]byte) { answered = true }, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "rr-client: %v\n", err)
 		return 1
@@ -608,7 +555,7 @@ func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := awaitPacket(c, raw, func() bool { return answered }); err != nil {
 			break
 		}
-		rec.Write(requestLine{Kind: "request", ID: req, StartUs: start.UnixMicro(), EndUs: time.Now().UnixMicro()})
+		rec.Write(records.Request{Kind: records.KindRequest, ID: req, StartUs: start.UnixMicro(), EndUs: time.Now().UnixMicro()})
 		c.Poll()
 	}
 	select {

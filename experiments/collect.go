@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -17,6 +12,7 @@ import (
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
 	"replenish/metrics"
+	"replenish/records"
 )
 
 // This file turns what a run's processes recorded into the run's summary
@@ -51,7 +47,7 @@ func (tl timeline) in(us int64) bool {
 
 // countAt returns the sink's running total at time us: that of the last
 // point at or before it (points in time order), 0 before the first.
-func countAt(points []sinkLine, us int64) int64 {
+func countAt(points []records.Sink, us int64) int64 {
 	i := sort.Search(len(points), func(i int) bool { return points[i].Us > us })
 	if i == 0 {
 		return 0
@@ -88,7 +84,7 @@ func retransIn(tl timeline, samples []retransSample) int64 {
 
 // goodputBetween returns the rate in bits per second at which the sink's
 // count grew from from to to (µs since the epoch), or NaN for an empty span.
-func goodputBetween(points []sinkLine, from, to int64) float64 {
+func goodputBetween(points []records.Sink, from, to int64) float64 {
 	if to <= from {
 		return math.NaN()
 	}
@@ -98,17 +94,9 @@ func goodputBetween(points []sinkLine, from, to int64) float64 {
 // ms converts a duration in µs to milliseconds.
 func ms(us int64) float64 { return float64(us) / 1000 }
 
-// pct summarizes values (sorting them in place) as report percentiles, all
-// NaN for no values.
-func pct(values []float64) report.Percentiles {
-	s := metrics.Summarize(values)
-	return report.Percentiles{P50: s.P50, P95: s.P95, P99: s.P99}
-}
-
-func pctOf(p emu.Percentiles) report.Percentiles {
-	f := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return report.Percentiles{P50: f(p.P50), P95: f(p.P95), P99: f(p.P99)}
-}
+// pct summarizes values (sorting them in place) as run.json gives a
+// distribution, all NaN for no values.
+func pct(values []float64) metrics.Percentiles { return report.Summarize(values) }
 
 // ptr returns a pointer to v, or nil when v is not a finite number.
 func ptr(v float64) *float64 {
@@ -131,73 +119,14 @@ type emuSample struct {
 func sampleFrom(at time.Duration, st emu.Stats) emuSample {
 	s := emuSample{At: at, RateBps: float64(st.Forward.Rate), Delivered: st.Forward.Window.Rate()}
 	if st.Forward.Window.Packets > 0 {
-		s.QueueMs = float64(st.Forward.Window.Queue.P50) / float64(time.Millisecond)
+		s.QueueMs = st.Forward.Window.Queue.P50
 	}
 	return s
 }
 
-// Lines of records.jsonl, as package report reads them.
-type (
-	writeRec struct {
-		Kind          string   `json:"kind"` // "write"
-		T             float64  `json:"t"`
-		Bytes         int      `json:"bytes"`
-		SourceDelayMs *float64 `json:"source_delay_ms,omitempty"`
-		DrainBps      *float64 `json:"drain_bps,omitempty"`
-		Part          string   `json:"part,omitempty"`
-	}
-	frameRec struct {
-		Kind                string             `json:"kind"` // "frame"
-		T                   float64            `json:"t"`    // capture
-		Bytes               int                `json:"bytes"`
-		Width               int                `json:"width"`
-		Height              int                `json:"height"`
-		Key                 bool               `json:"key,omitempty"`
-		SourceDelayMs       *float64           `json:"source_delay_ms,omitempty"`
-		CaptureToReceivedMs *float64           `json:"capture_to_received_ms,omitempty"`
-		G2GMs               *float64           `json:"g2g_ms,omitempty"`
-		PartsMs             map[string]float64 `json:"parts_ms,omitempty"`
-	}
-	sampleRec struct {
-		Kind       string   `json:"kind"` // "sample"
-		T          float64  `json:"t"`
-		GoodputBps *float64 `json:"goodput_bps,omitempty"`
-		BitrateBps *float64 `json:"bitrate_bps,omitempty"`
-		QueueMs    *float64 `json:"queue_ms,omitempty"`
-		DrainBps   *float64 `json:"drain_bps,omitempty"`
-		TargetBps  *float64 `json:"target_bps,omitempty"`
-		RateBps    *float64 `json:"rate_bps,omitempty"`
-		// DeliveredBps is the emulator's forward rate over the interval,
-		// IP headers included.
-		DeliveredBps *float64 `json:"delivered_bps,omitempty"`
-	}
-)
-
-// recordTime returns the t of a records.jsonl line.
-func recordTime(v any) float64 {
-	switch r := v.(type) {
-	case writeRec:
-		return r.T
-	case frameRec:
-		return r.T
-	case sampleRec:
-		return r.T
-	}
-	return 0
-}
-
 // sortRecords sorts records.jsonl lines by time, stably.
-func sortRecords(recs []any) {
-	slices.SortStableFunc(recs, func(a, b any) int {
-		ta, tb := recordTime(a), recordTime(b)
-		switch {
-		case ta < tb:
-			return -1
-		case ta > tb:
-			return 1
-		}
-		return 0
-	})
+func sortRecords(recs []records.RunLine) {
+	slices.SortStableFunc(recs, func(a, b records.RunLine) int { return cmp.Compare(a.T, b.T) })
 }
 
 // runInput is what every run's summary starts from.
@@ -219,7 +148,7 @@ func baseRun(in runInput) report.Run {
 		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss,
 		DurationS: s.Duration.Seconds(), WarmupS: s.Warmup.Seconds(),
 		SourceDelayMs: report.NoPercentiles(), GoodputBps: math.NaN(), Utilization: math.NaN(),
-		BottleneckQueueMs: pctOf(fwd.Queue), EmulatorDrops: fwd.Drops,
+		BottleneckQueueMs: fwd.Queue.Only(report.Figures), EmulatorDrops: fwd.Drops,
 	}
 }
 
@@ -230,10 +159,10 @@ func (in runInput) meanRate() float64 {
 
 // sendData is what a bulk or rr run's processes recorded.
 type sendData struct {
-	Writes   []sendLine
-	Requests []requestLine
-	Conn     *connEndLine
-	Sink     []sinkLine
+	Writes   []records.Write
+	Requests []records.Request
+	Conn     *records.Conn
+	Sink     []records.Sink
 }
 
 // retransSamples returns the retransmit counts the writes recorded.
@@ -247,22 +176,22 @@ func (d sendData) retransSamples() []retransSample {
 
 // readSendRecords reads a sending child's records file.
 func readSendRecords(path string, d *sendData) error {
-	return readJSONL(path, func(kind string, line []byte) error {
+	return records.ReadFile(path, func(kind string, line []byte) error {
 		switch kind {
-		case "write":
-			var l sendLine
+		case records.KindWrite:
+			var l records.Write
 			if err := json.Unmarshal(line, &l); err != nil {
 				return err
 			}
 			d.Writes = append(d.Writes, l)
-		case "request":
-			var l requestLine
+		case records.KindRequest:
+			var l records.Request
 			if err := json.Unmarshal(line, &l); err != nil {
 				return err
 			}
 			d.Requests = append(d.Requests, l)
-		case "conn":
-			var l connEndLine
+		case records.KindConn:
+			var l records.Conn
 			if err := json.Unmarshal(line, &l); err != nil {
 				return err
 			}
@@ -274,8 +203,8 @@ func readSendRecords(path string, d *sendData) error {
 
 // readSinkRecords reads the sink's records file.
 func readSinkRecords(path string, d *sendData) error {
-	return readJSONL(path, func(kind string, line []byte) error {
-		var l sinkLine
+	return records.ReadFile(path, func(kind string, line []byte) error {
+		var l records.Sink
 		if err := json.Unmarshal(line, &l); err != nil {
 			return err
 		}
@@ -284,54 +213,12 @@ func readSinkRecords(path string, d *sendData) error {
 	})
 }
 
-// readJSONL calls fn with each line of the JSON Lines file at path and the
-// line's "kind" ("" when absent). A missing file reads as empty; a line
-// that is not JSON ends the reading with an error.
-func readJSONL(path string, fn func(kind string, line []byte) error) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return scanJSONL(f, fn)
-}
-
-func scanJSONL(r io.Reader, fn func(kind string, line []byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			var k struct {
-				Kind string `json:"kind"`
-			}
-			if jerr := json.Unmarshal(t, &k); jerr != nil {
-				if err == io.EOF {
-					return nil // a last line cut short by a killed process
-				}
-				return fmt.Errorf("line %d: %w", n, jerr)
-			}
-			if ferr := fn(k.Kind, t); ferr != nil {
-				return fmt.Errorf("line %d: %w", n, ferr)
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
 // sourceDelays returns the source delays in ms of the writes in the
 // window (of the given part, "" for all): measured ones, and for writes that
 // had not left the host when the sender stopped at endUs, the time they had
 // waited, a lower bound. It also returns how many were lower bounds and how
 // many had no departure time at all.
-func sourceDelays(tl timeline, writes []sendLine, part string, endUs int64) (delays []float64, bounds, unknown int) {
+func sourceDelays(tl timeline, writes []records.Write, part string, endUs int64) (delays []float64, bounds, unknown int) {
 	for _, w := range writes {
 		if !tl.in(w.WriteStartUs) || (part != "" && w.Part != part) {
 			continue
@@ -367,9 +254,9 @@ func boundNotes(what string, n, bounds, unknown int) []string {
 // appended the later write to the skb that held the earlier one's last
 // byte, so only one timestamp came for both, and the earlier write's source
 // delay is overstated.
-func sharedStamps(tl timeline, writes []sendLine, part string) int {
+func sharedStamps(tl timeline, writes []records.Write, part string) int {
 	n := 0
-	var prev *sendLine
+	var prev *records.Write
 	for i := range writes {
 		w := &writes[i]
 		if part != "" && w.Part != part {
@@ -393,7 +280,7 @@ func sharedNote(what string, shared, n int) []string {
 }
 
 // summarizeBulk builds the summary and the records of a bulk run.
-func summarizeBulk(in runInput, d sendData) (report.Run, []any) {
+func summarizeBulk(in runInput, d sendData) (report.Run, []records.RunLine) {
 	r := baseRun(in)
 	tl := in.TL
 	from, to := tl.window()
@@ -403,10 +290,10 @@ func summarizeBulk(in runInput, d sendData) (report.Run, []any) {
 		endUs = d.Conn.EndUs
 	}
 	r.Retransmits = retransIn(tl, d.retransSamples())
-	recs := make([]any, 0, len(d.Writes)+len(in.Samples))
+	recs := make([]records.RunLine, 0, len(d.Writes)+len(in.Samples))
 	var first, second []float64
 	for _, w := range d.Writes {
-		rec := writeRec{Kind: "write", T: tl.sec(w.WriteStartUs), Bytes: w.Bytes}
+		rec := records.RunLine{Kind: records.KindWrite, T: tl.sec(w.WriteStartUs), Bytes: w.Bytes}
 		if w.DrainBps > 0 {
 			rec.DrainBps = ptr(float64(w.DrainBps))
 		}
@@ -442,7 +329,7 @@ func summarizeBulk(in runInput, d sendData) (report.Run, []any) {
 
 // trendNotes notes a goodput or a source delay that still changes much
 // between the two halves of the window.
-func trendNotes(sink []sinkLine, from, mid, to int64, first, second []float64) []string {
+func trendNotes(sink []records.Sink, from, mid, to int64, first, second []float64) []string {
 	var notes []string
 	g1, g2 := goodputBetween(sink, from, mid), goodputBetween(sink, mid, to)
 	if g1 > 0 && g2 > 0 && math.Abs(g2-g1) > 0.1*max(g1, g2) {
@@ -462,14 +349,14 @@ func trendNotes(sink []sinkLine, from, mid, to int64, first, second []float64) [
 // bulkSamples returns the sample lines of a bulk or rr run: the emulator's
 // readings with the sink's goodput and the sender's latest drain estimate
 // over each interval.
-func bulkSamples(in runInput, d sendData) []any {
-	recs := make([]any, 0, len(in.Samples))
+func bulkSamples(in runInput, d sendData) []records.RunLine {
+	recs := make([]records.RunLine, 0, len(in.Samples))
 	t0 := in.TL.T0.UnixMicro()
 	prev := t0
 	wi := 0
 	for _, s := range in.Samples {
 		at := t0 + s.At.Microseconds()
-		rec := sampleRec{Kind: "sample", T: s.At.Seconds(), QueueMs: ptr(s.QueueMs), RateBps: ptr(s.RateBps), DeliveredBps: ptr(s.Delivered)}
+		rec := records.RunLine{Kind: records.KindSample, T: s.At.Seconds(), QueueMs: ptr(s.QueueMs), RateBps: ptr(s.RateBps), DeliveredBps: ptr(s.Delivered)}
 		if len(d.Sink) > 0 {
 			rec.GoodputBps = ptr(goodputBetween(d.Sink, prev, at))
 		}
@@ -492,7 +379,7 @@ func bulkSamples(in runInput, d sendData) []any {
 // summarizeRR builds the summary and the records of a request/response run:
 // the source delay is the body's, and the request latency goes in the
 // notes.
-func summarizeRR(in runInput, d sendData) (report.Run, []any) {
+func summarizeRR(in runInput, d sendData) (report.Run, []records.RunLine) {
 	r := baseRun(in)
 	tl := in.TL
 	var endUs int64
@@ -500,12 +387,12 @@ func summarizeRR(in runInput, d sendData) (report.Run, []any) {
 		endUs = d.Conn.EndUs
 	}
 	r.Retransmits = retransIn(tl, d.retransSamples())
-	recs := make([]any, 0, len(d.Writes)/2+len(in.Samples))
+	recs := make([]records.RunLine, 0, len(d.Writes)/2+len(in.Samples))
 	for _, w := range d.Writes {
-		if w.Part != "body" {
+		if w.Part != records.PartBody {
 			continue
 		}
-		rec := writeRec{Kind: "write", T: tl.sec(w.WriteStartUs), Bytes: w.Bytes, Part: w.Part}
+		rec := records.RunLine{Kind: records.KindWrite, T: tl.sec(w.WriteStartUs), Bytes: w.Bytes, Part: w.Part}
 		if w.LeftHostUs > 0 {
 			rec.SourceDelayMs = ptr(ms(w.LeftHostUs - w.WriteStartUs))
 		}
@@ -514,8 +401,8 @@ func summarizeRR(in runInput, d sendData) (report.Run, []any) {
 			r.Writes++
 		}
 	}
-	body, bounds, unknown := sourceDelays(tl, d.Writes, "body", endUs)
-	header, _, _ := sourceDelays(tl, d.Writes, "header", endUs)
+	body, bounds, unknown := sourceDelays(tl, d.Writes, records.PartBody, endUs)
+	header, _, _ := sourceDelays(tl, d.Writes, records.PartHeader, endUs)
 	r.SourceDelayMs = pct(body)
 	var latency []float64
 	for _, q := range d.Requests {
@@ -532,7 +419,7 @@ func summarizeRR(in runInput, d sendData) (report.Run, []any) {
 		r.Notes = append(r.Notes, "source delay is the body's; the header's p50 is "+fmtMs(pct(header).P50))
 	}
 	r.Notes = append(r.Notes, boundNotes("bodies", r.Writes, bounds, unknown)...)
-	r.Notes = append(r.Notes, sharedNote("bodies", sharedStamps(tl, d.Writes, "body"), r.Writes)...)
+	r.Notes = append(r.Notes, sharedNote("bodies", sharedStamps(tl, d.Writes, records.PartBody), r.Writes)...)
 	recs = append(recs, bulkSamples(in, sendData{})...)
 	sortRecords(recs)
 	return r, recs

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"replenish/experiments/emu"
+	"replenish/metrics"
 	"replenish/rate"
+	"replenish/records"
 )
 
 // t0 is the time zero of the synthetic runs below.
@@ -78,13 +80,13 @@ func TestRetransIn(t *testing.T) {
 
 func TestGoodputBetween(t *testing.T) {
 	// 1000 bytes every 10 ms from 10 ms on: 800 kb/s.
-	var pts []sinkLine
+	var pts []records.Sink
 	for i := int64(1); i <= 300; i++ {
-		pts = append(pts, sinkLine{Us: at(time.Duration(i) * 10 * time.Millisecond), Total: i * 1000})
+		pts = append(pts, records.Sink{Us: at(time.Duration(i) * 10 * time.Millisecond), Total: i * 1000})
 	}
 	tests := []struct {
 		name     string
-		points   []sinkLine
+		points   []records.Sink
 		from, to time.Duration
 		want     float64
 	}{
@@ -115,7 +117,7 @@ func bulkInput() runInput {
 		Mode: mustMode("replenish=15ms"), Workload: workload{Kind: kindBulk, Write: 1000}, Warmup: 2 * time.Second, Duration: 8 * time.Second,
 	}
 	final := emu.Stats{Forward: emu.DirStats{Total: emu.Counters{
-		Drops: 3, Queue: emu.Percentiles{P50: 100 * time.Millisecond, P95: 190 * time.Millisecond, P99: 199 * time.Millisecond},
+		Drops: 3, Queue: metrics.Percentiles{P50: 100, P95: 190, P99: 199, Max: 200, N: 1000, Figures: metrics.All},
 	}}}
 	return runInput{Spec: spec, ID: spec.id(), TL: timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}, Final: final,
 		Samples: []emuSample{{At: 5 * time.Second, RateBps: 2e6, QueueMs: 80, Delivered: 2e6}, {At: 10 * time.Second, RateBps: 2e6, QueueMs: 90, Delivered: 1.9e6}}}
@@ -131,7 +133,7 @@ func TestSummarizeBulk(t *testing.T) {
 		// One retransmit a second: 8 between the window's first write
 		// (2.0 s) and its last (9.9 s, pending), counting the rise from
 		// the write before the window.
-		w := sendLine{Kind: "write", ID: uint64(i), WriteStartUs: at(start), WriteEndUs: at(start), Bytes: 1000, DrainBps: 1_900_000, Retransmits: i / 10}
+		w := records.Write{Kind: records.KindWrite, ID: uint64(i), WriteStartUs: at(start), WriteEndUs: at(start), Bytes: 1000, DrainBps: 1_900_000, Retransmits: i / 10}
 		if start < 9*time.Second {
 			w.LeftHostUs = at(start + 10*time.Millisecond)
 		} else {
@@ -139,10 +141,10 @@ func TestSummarizeBulk(t *testing.T) {
 		}
 		d.Writes = append(d.Writes, w)
 	}
-	d.Conn = &connEndLine{Kind: "conn", EndUs: at(12 * time.Second), Retransmits: 99} // the whole connection's
+	d.Conn = &records.Conn{Kind: records.KindConn, EndUs: at(12 * time.Second), Retransmits: 99} // the whole connection's
 	// The sink reads 1.5 Mb/s (1875 bytes every 10 ms).
 	for i := int64(1); i <= 1100; i++ {
-		d.Sink = append(d.Sink, sinkLine{Us: at(time.Duration(i) * 10 * time.Millisecond), Total: i * 1875})
+		d.Sink = append(d.Sink, records.Sink{Us: at(time.Duration(i) * 10 * time.Millisecond), Total: i * 1875})
 	}
 	r, recs := summarizeBulk(in, d)
 
@@ -175,16 +177,16 @@ func TestSummarizeBulk(t *testing.T) {
 	}
 	var prev float64
 	for i, rec := range recs {
-		if tm := recordTime(rec); tm < prev {
+		if tm := rec.T; tm < prev {
 			t.Fatalf("record %d at %v after %v", i, tm, prev)
 		} else {
 			prev = tm
 		}
 	}
-	var samples []sampleRec
+	var samples []records.RunLine
 	for _, rec := range recs {
-		if s, ok := rec.(sampleRec); ok {
-			samples = append(samples, s)
+		if rec.Kind == records.KindSample {
+			samples = append(samples, rec)
 		}
 	}
 	if len(samples) != 2 || samples[0].GoodputBps == nil || !near(*samples[0].GoodputBps, 1.5e6, 1) || *samples[1].DrainBps != 1.9e6 {
@@ -205,7 +207,7 @@ func TestSummarizeBulkNotes(t *testing.T) {
 	// departure at all.
 	for i := range 100 {
 		start := time.Duration(i) * 100 * time.Millisecond
-		w := sendLine{Kind: "write", ID: uint64(i), WriteStartUs: at(start), LeftHostUs: at(start + time.Duration(100+8*i)*time.Millisecond)}
+		w := records.Write{Kind: records.KindWrite, ID: uint64(i), WriteStartUs: at(start), LeftHostUs: at(start + time.Duration(100+8*i)*time.Millisecond)}
 		switch i {
 		case 50:
 			w.LeftHostUs = d.Writes[49].LeftHostUs
@@ -222,7 +224,7 @@ func TestSummarizeBulkNotes(t *testing.T) {
 		} else {
 			total += 1000
 		}
-		d.Sink = append(d.Sink, sinkLine{Us: at(time.Duration(i) * 10 * time.Millisecond), Total: total})
+		d.Sink = append(d.Sink, records.Sink{Us: at(time.Duration(i) * 10 * time.Millisecond), Total: total})
 	}
 	r, _ := summarizeBulk(in, d)
 	notes := strings.Join(r.Notes, "\n")
@@ -245,10 +247,10 @@ func TestSummarizeRR(t *testing.T) {
 	for i := range 50 {
 		start := 2*time.Second + time.Duration(i)*100*time.Millisecond
 		d.Writes = append(d.Writes,
-			sendLine{Kind: "write", ID: uint64(2 * i), Part: "header", WriteStartUs: at(start), LeftHostUs: at(start + 10*time.Microsecond)},
-			sendLine{Kind: "write", ID: uint64(2*i + 1), Part: "body", WriteStartUs: at(start), LeftHostUs: at(start + 80*time.Millisecond)},
+			records.Write{Kind: records.KindWrite, ID: uint64(2 * i), Part: "header", WriteStartUs: at(start), LeftHostUs: at(start + 10*time.Microsecond)},
+			records.Write{Kind: records.KindWrite, ID: uint64(2*i + 1), Part: "body", WriteStartUs: at(start), LeftHostUs: at(start + 80*time.Millisecond)},
 		)
-		d.Requests = append(d.Requests, requestLine{Kind: "request", ID: uint64(i), StartUs: at(start), EndUs: at(start + 120*time.Millisecond)})
+		d.Requests = append(d.Requests, records.Request{Kind: records.KindRequest, ID: uint64(i), StartUs: at(start), EndUs: at(start + 120*time.Millisecond)})
 	}
 	r, recs := summarizeRR(in, d)
 	if r.Writes != 50 || !near(r.SourceDelayMs.P50, 80, 1e-9) {
@@ -265,7 +267,7 @@ func TestSummarizeRR(t *testing.T) {
 	}
 	writes := 0
 	for _, rec := range recs {
-		if w, ok := rec.(writeRec); ok {
+		if w := rec; w.Kind == records.KindWrite {
 			writes++
 			if w.Part != "body" {
 				t.Errorf("a %s write in the records", w.Part)
@@ -277,37 +279,9 @@ func TestSummarizeRR(t *testing.T) {
 	}
 }
 
-func TestScanJSONL(t *testing.T) {
-	tests := []struct {
-		name    string
-		text    string
-		kinds   []string
-		wantErr bool
-	}{
-		{name: "lines", text: "{\"kind\":\"a\"}\n\n{\"us\":1}\n{\"kind\":\"b\"}", kinds: []string{"a", "", "b"}},
-		{name: "cut last line", text: "{\"kind\":\"a\"}\n{\"kind\":\"b", kinds: []string{"a"}},
-		{name: "bad line", text: "{\"kind\":\"a\"}\nnot json\n{}\n", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var kinds []string
-			err := scanJSONL(strings.NewReader(tt.text), func(kind string, line []byte) error {
-				kinds = append(kinds, kind)
-				return nil
-			})
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v", err)
-			}
-			if !tt.wantErr && strings.Join(kinds, ",") != strings.Join(tt.kinds, ",") {
-				t.Errorf("kinds %q, want %q", kinds, tt.kinds)
-			}
-		})
-	}
-}
-
 func TestSampleFrom(t *testing.T) {
 	st := emu.Stats{Forward: emu.DirStats{Rate: 2 * rate.Mbps, Window: emu.Counters{Span: 250 * time.Millisecond, Bytes: 62500, Packets: 42,
-		Queue: emu.Percentiles{P50: 120 * time.Millisecond}}}}
+		Queue: metrics.Percentiles{P50: 120, Figures: metrics.All}}}}
 	s := sampleFrom(3*time.Second, st)
 	if s.At != 3*time.Second || s.RateBps != 2e6 || !near(s.Delivered, 2e6, 1) || s.QueueMs != 120 {
 		t.Errorf("sample %+v", s)
@@ -328,16 +302,16 @@ func TestResummarize(t *testing.T) {
 	var d sendData
 	enc := json.NewEncoder(&send)
 	for i := range 50 {
-		w := sendLine{Kind: "write", ID: uint64(i), WriteStartUs: at(time.Duration(i) * 200 * time.Millisecond), Bytes: 1000}
+		w := records.Write{Kind: records.KindWrite, ID: uint64(i), WriteStartUs: at(time.Duration(i) * 200 * time.Millisecond), Bytes: 1000}
 		w.LeftHostUs = w.WriteStartUs + 5000
 		d.Writes = append(d.Writes, w)
 		enc.Encode(w)
 	}
-	c := connEndLine{Kind: "conn", EndUs: at(11 * time.Second), Retransmits: 2}
+	c := records.Conn{Kind: records.KindConn, EndUs: at(11 * time.Second), Retransmits: 2}
 	d.Conn = &c
 	enc.Encode(c)
 	for i := int64(1); i <= 100; i++ {
-		l := sinkLine{Us: at(time.Duration(i) * 100 * time.Millisecond), Total: i * 10000}
+		l := records.Sink{Us: at(time.Duration(i) * 100 * time.Millisecond), Total: i * 10000}
 		d.Sink = append(d.Sink, l)
 		json.NewEncoder(&sink).Encode(l)
 	}
@@ -358,5 +332,35 @@ func TestResummarize(t *testing.T) {
 	}
 	if !near(got.Utilization, got.GoodputBps/1.375e6, 1e-9) {
 		t.Errorf("utilization %v: the saved schedule (2 Mb/s, then 1 Mb/s from 5 s: a mean of 1.375 Mb/s over the window) was lost", got.Utilization)
+	}
+}
+
+// TestResummarizeOldResults computes the summaries of an earlier version's
+// results directory again from its raw records: every run.json and
+// records.jsonl must come out as that version wrote them.
+func TestResummarizeOldResults(t *testing.T) {
+	const old = "testdata/results-v1"
+	raws, err := filepath.Glob(filepath.Join(old, "runs", "*", "raw"))
+	if err != nil || len(raws) != 3 {
+		t.Fatalf("%d raw directories, %v", len(raws), err)
+	}
+	for _, raw := range raws {
+		t.Run(filepath.Base(filepath.Dir(raw)), func(t *testing.T) {
+			run, recs, err := summarizeRaw(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := writeRun(dir, run, recs); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"run.json", "records.jsonl"} {
+				want, _ := os.ReadFile(filepath.Join(filepath.Dir(raw), f))
+				got, _ := os.ReadFile(filepath.Join(dir, f))
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s differs from the one written with the results", f)
+				}
+			}
+		})
 	}
 }

@@ -15,7 +15,8 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
-	"replenish/internal/jsonl"
+	"replenish/metrics"
+	"replenish/records"
 )
 
 // sampleEvery is how often a run reads the emulator's counters; it is also
@@ -86,7 +87,7 @@ type workloadRun interface {
 	// what went wrong.
 	stop() error
 	// summarize reads what the processes recorded.
-	summarize(in runInput) (report.Run, []any, error)
+	summarize(in runInput) (report.Run, []records.RunLine, error)
 }
 
 // newWorkloadRun returns the processes of spec's workload on path p, with
@@ -120,7 +121,7 @@ func (rn *runner) runOne(ctx context.Context, spec runSpec, id, label string) (r
 }
 
 // execute does runOne's work.
-func (rn *runner) execute(ctx context.Context, spec runSpec, id, label, raw string) (report.Run, []any, error) {
+func (rn *runner) execute(ctx context.Context, spec runSpec, id, label, raw string) (report.Run, []records.RunLine, error) {
 	cfg := spec.Path.emuConfig()
 	cfg.Window = sampleEvery
 	cfg.Logger = rn.emu
@@ -298,7 +299,7 @@ func liveLine(spec runSpec, at time.Duration, warmedUp bool, s emuSample, lv *li
 }
 
 // writeRun writes run.json and records.jsonl into dir.
-func writeRun(dir string, run report.Run, recs []any) error {
+func writeRun(dir string, run report.Run, recs []records.RunLine) error {
 	data, err := json.MarshalIndent(run, "", "  ")
 	if err != nil {
 		return fmt.Errorf("experiments: encoding run.json: %w", err)
@@ -306,7 +307,7 @@ func writeRun(dir string, run report.Run, recs []any) error {
 	if err := os.WriteFile(filepath.Join(dir, "run.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	w, err := jsonl.Create(filepath.Join(dir, "records.jsonl"), maxRecords)
+	w, err := records.Create(filepath.Join(dir, "records.jsonl"), maxRecords)
 	if err != nil {
 		return err
 	}
@@ -419,7 +420,7 @@ func (b *bulkRun) stop() error {
 	return errors.Join(errs...)
 }
 
-func (b *bulkRun) summarize(in runInput) (report.Run, []any, error) {
+func (b *bulkRun) summarize(in runInput) (report.Run, []records.RunLine, error) {
 	var d sendData
 	if err := readSendRecords(filepath.Join(b.dir, "send.jsonl"), &d); err != nil {
 		return report.Run{}, nil, fmt.Errorf("experiments: sender records: %w", err)
@@ -440,8 +441,14 @@ func (b *bulkRun) summarize(in runInput) (report.Run, []any, error) {
 // again (the hidden command resummarize).
 const inputFile = "input.json"
 
+// inputVersion is the version of inputFile this program writes. Version 2
+// has the emulator's percentiles in ms (metrics.Percentiles); files without
+// a version have them as durations in ns.
+const inputVersion = 2
+
 // savedInput is the content of inputFile.
 type savedInput struct {
+	Version int
 	ID      string
 	Spec    runSpec
 	T0Us    int64 // µs since the epoch
@@ -451,7 +458,7 @@ type savedInput struct {
 
 // saveInput writes in to dir/inputFile.
 func saveInput(dir string, in runInput) error {
-	data, err := json.Marshal(savedInput{ID: in.ID, Spec: in.Spec, T0Us: in.TL.T0.UnixMicro(), Final: in.Final, Samples: in.Samples})
+	data, err := json.Marshal(savedInput{Version: inputVersion, ID: in.ID, Spec: in.Spec, T0Us: in.TL.T0.UnixMicro(), Final: in.Final, Samples: in.Samples})
 	if err != nil {
 		return fmt.Errorf("experiments: encoding %s: %w", inputFile, err)
 	}
@@ -468,14 +475,54 @@ func loadInput(dir string) (runInput, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return runInput{}, fmt.Errorf("experiments: %s: %w", inputFile, err)
 	}
+	if s.Version < 2 {
+		var old legacyInput
+		if err := json.Unmarshal(data, &old); err != nil {
+			return runInput{}, fmt.Errorf("experiments: %s: %w", inputFile, err)
+		}
+		old.convert(&s.Final)
+	}
 	t0 := time.UnixMicro(s.T0Us)
 	return runInput{Spec: s.Spec, ID: s.ID, TL: timeline{T0: t0, Warmup: s.Spec.Warmup, Duration: s.Spec.Duration},
 		Final: s.Final, Samples: s.Samples}, nil
 }
 
+// legacyInput is what changed in inputFile at version 2: the emulator's
+// percentiles were durations in ns.
+type legacyInput struct {
+	Final struct{ Forward, Reverse legacyDir }
+}
+
+type (
+	legacyDir         struct{ Total, Window legacyCounters }
+	legacyCounters    struct{ Queue, Late legacyPercentiles }
+	legacyPercentiles struct{ P50, P95, P99, Max time.Duration }
+)
+
+// convert sets the percentiles of st from those of l.
+func (l legacyInput) convert(st *emu.Stats) {
+	for _, d := range []struct {
+		old legacyDir
+		new *emu.DirStats
+	}{{l.Final.Forward, &st.Forward}, {l.Final.Reverse, &st.Reverse}} {
+		for _, c := range []struct {
+			old legacyCounters
+			new *emu.Counters
+		}{{d.old.Total, &d.new.Total}, {d.old.Window, &d.new.Window}} {
+			c.new.Queue, c.new.Late = c.old.Queue.ms(c.new.Packets), c.old.Late.ms(c.new.Packets)
+		}
+	}
+}
+
+// ms returns p in ms, over n values.
+func (p legacyPercentiles) ms(n int64) metrics.Percentiles {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return metrics.Percentiles{N: int(n), P50: ms(p.P50), P95: ms(p.P95), P99: ms(p.P99), Max: ms(p.Max), Figures: metrics.All}
+}
+
 // summarizeRaw computes a run's summary and records again from its raw
 // directory.
-func summarizeRaw(raw string) (report.Run, []any, error) {
+func summarizeRaw(raw string) (report.Run, []records.RunLine, error) {
 	in, err := loadInput(raw)
 	if err != nil {
 		return report.Run{}, nil, err

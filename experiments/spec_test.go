@@ -5,10 +5,11 @@ import (
 	"io"
 	"math"
 	"reflect"
-	"replenish/transport"
 	"strings"
 	"testing"
 	"time"
+
+	"replenish/transport"
 
 	"replenish/rate"
 )

@@ -19,6 +19,7 @@ import (
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
 	"replenish/internal/headless"
+	"replenish/records"
 	"replenish/viewer"
 )
 
@@ -236,7 +237,7 @@ func (v *videoRun) stop() error {
 	return errors.Join(errs...)
 }
 
-func (v *videoRun) summarize(in runInput) (report.Run, []any, error) {
+func (v *videoRun) summarize(in runInput) (report.Run, []records.RunLine, error) {
 	var d videoData
 	if err := readSenderRecords(filepath.Join(v.dir, "sender.jsonl"), &d); err != nil {
 		return report.Run{}, nil, fmt.Errorf("experiments: sender records: %w", err)

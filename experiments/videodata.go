@@ -7,73 +7,30 @@ import (
 	"slices"
 
 	"replenish/experiments/report"
+	"replenish/metrics"
+	"replenish/records"
 )
-
-// senderFrame is a "frame" line of cmd/sender's -records file (times in µs
-// since the epoch; left_host_us 0 when unknown).
-type senderFrame struct {
-	ID            uint64 `json:"id"`
-	RTPTimestamp  uint32 `json:"rtp_ts"`
-	CaptureUs     int64  `json:"capture_us"`
-	EncodeStartUs int64  `json:"encode_start_us"`
-	EncodeEndUs   int64  `json:"encode_end_us"`
-	WriteStartUs  int64  `json:"write_start_us"`
-	WriteEndUs    int64  `json:"write_end_us"`
-	LeftHostUs    int64  `json:"left_host_us"`
-	Bytes         int    `json:"bytes"`
-	Width         int    `json:"width"`
-	Height        int    `json:"height"`
-	Key           bool   `json:"key"`
-	TargetBps     int64  `json:"target_bps"`
-	DrainBps      int64  `json:"drain_bps"`
-	Retransmits   int    `json:"retransmits"` // the connection's, before the write
-}
-
-// senderConn is the "conn" line cmd/sender writes when a connection ends.
-type senderConn struct {
-	EndUs       int64  `json:"end_us"` // when the connection ended
-	Retransmits int    `json:"retransmits"`
-	Frames      uint64 `json:"frames"` // frames written on the connection
-}
-
-// viewerLine is a line of cmd/viewer's -records file: "received" or
-// "displayed".
-type viewerLine struct {
-	Kind         string   `json:"kind"`
-	Stream       uint32   `json:"stream"`
-	Frame        uint32   `json:"frame"`
-	RTPTimestamp uint32   `json:"rtp_ts"`
-	CaptureUs    int64    `json:"capture_us"`
-	ReceivedUs   int64    `json:"received_us"`
-	Bytes        int      `json:"bytes"`
-	Width        int      `json:"width"`
-	Height       int      `json:"height"`
-	Client       uint32   `json:"client"`
-	DisplayedUs  int64    `json:"displayed_us"`
-	G2GMs        *float64 `json:"g2g_ms"`
-	Misread      bool     `json:"misread"`
-}
 
 // videoData is what a video run's sender and viewer recorded.
 type videoData struct {
-	Frames    []senderFrame
-	Conns     []senderConn
-	Received  []viewerLine
-	Displayed []viewerLine
+	Frames    []records.Frame
+	Conns     []records.Conn
+	Received  []records.ViewerFrame
+	Displayed []records.ViewerFrame
 }
 
 // readSenderRecords reads cmd/sender's records file.
 func readSenderRecords(path string, v *videoData) error {
-	return readJSONL(path, func(kind string, line []byte) error {
+	return records.ReadFile(path, func(kind string, line []byte) error {
 		switch kind {
-		case "frame":
-			var f senderFrame
+		case records.KindFrame:
+			var f records.Frame
 			if err := json.Unmarshal(line, &f); err != nil {
 				return err
 			}
 			v.Frames = append(v.Frames, f)
-		case "conn":
-			var c senderConn
+		case records.KindConn:
+			var c records.Conn
 			if err := json.Unmarshal(line, &c); err != nil {
 				return err
 			}
@@ -85,15 +42,15 @@ func readSenderRecords(path string, v *videoData) error {
 
 // readViewerRecords reads cmd/viewer's records file.
 func readViewerRecords(path string, v *videoData) error {
-	return readJSONL(path, func(kind string, line []byte) error {
-		var l viewerLine
+	return records.ReadFile(path, func(kind string, line []byte) error {
+		var l records.ViewerFrame
 		if err := json.Unmarshal(line, &l); err != nil {
 			return err
 		}
 		switch kind {
-		case "received":
+		case records.KindReceived:
 			v.Received = append(v.Received, l)
-		case "displayed":
+		case records.KindDisplayed:
 			v.Displayed = append(v.Displayed, l)
 		}
 		return nil
@@ -102,7 +59,7 @@ func readViewerRecords(path string, v *videoData) error {
 
 // joinedFrame is a sent frame with what the viewer saw of it.
 type joinedFrame struct {
-	senderFrame
+	records.Frame
 	ReceivedUs  int64    // 0: never received
 	G2GMs       *float64 // glass to glass from the first page that displayed it; nil if none did
 	stampShared bool     // the next frame has the same departure time
@@ -154,7 +111,7 @@ func joinFrames(v videoData) (frames []joinedFrame, misreads int) {
 			g2g[k] = d.G2GMs
 		}
 	}
-	recv := make(map[uint32]viewerLine, len(v.Received))
+	recv := make(map[uint32]records.ViewerFrame, len(v.Received))
 	for _, r := range v.Received {
 		if _, dup := recv[r.RTPTimestamp]; !dup {
 			recv[r.RTPTimestamp] = r
@@ -162,7 +119,7 @@ func joinFrames(v videoData) (frames []joinedFrame, misreads int) {
 	}
 	frames = make([]joinedFrame, len(v.Frames))
 	for i, f := range v.Frames {
-		j := joinedFrame{senderFrame: f}
+		j := joinedFrame{Frame: f}
 		if r, ok := recv[f.RTPTimestamp]; ok {
 			j.ReceivedUs = r.ReceivedUs
 			j.G2GMs = g2g[key{r.Stream, r.Frame}]
@@ -186,15 +143,15 @@ func joinFrames(v videoData) (frames []joinedFrame, misreads int) {
 		}
 		sent[r.RTPTimestamp] = true
 		frames = append(frames, joinedFrame{
-			senderFrame: senderFrame{RTPTimestamp: r.RTPTimestamp, CaptureUs: r.CaptureUs, Bytes: r.Bytes, Width: r.Width, Height: r.Height},
-			ReceivedUs:  r.ReceivedUs, G2GMs: g2g[key{r.Stream, r.Frame}], viewerOnly: true,
+			Frame:      records.Frame{RTPTimestamp: r.RTPTimestamp, CaptureUs: r.CaptureUs, Bytes: r.Bytes, Width: r.Width, Height: r.Height},
+			ReceivedUs: r.ReceivedUs, G2GMs: g2g[key{r.Stream, r.Frame}], viewerOnly: true,
 		})
 	}
 	return frames, misreads
 }
 
 // summarizeVideo builds the summary and the records of a video run.
-func summarizeVideo(in runInput, v videoData) (report.Run, []any) {
+func summarizeVideo(in runInput, v videoData) (report.Run, []records.RunLine) {
 	r := baseRun(in)
 	tl := in.TL
 	frames, misreads := joinFrames(v)
@@ -208,10 +165,10 @@ func summarizeVideo(in runInput, v videoData) (report.Run, []any) {
 	parts := map[string][]float64{}
 	sizes := map[[2]int]int{}
 	lost, unstamped, shared, early, sdBounds := 0, 0, 0, 0, 0
-	recs := make([]any, 0, len(frames)+len(in.Samples))
+	recs := make([]records.RunLine, 0, len(frames)+len(in.Samples))
 	for _, f := range frames {
 		p := f.parts()
-		rec := frameRec{Kind: "frame", T: tl.sec(f.CaptureUs), Bytes: f.Bytes, Width: f.Width, Height: f.Height, Key: f.Key, PartsMs: p}
+		rec := records.RunLine{Kind: records.KindFrame, T: tl.sec(f.CaptureUs), Bytes: f.Bytes, Width: f.Width, Height: f.Height, Key: f.Key, PartsMs: p}
 		if sd, ok := p[partSourceDelay]; ok {
 			rec.SourceDelayMs = ptr(sd)
 		}
@@ -274,7 +231,7 @@ func summarizeVideo(in runInput, v videoData) (report.Run, []any) {
 		r.G2GMs = &p
 	}
 	if len(parts) > 0 {
-		r.PartsMs = map[string]report.Percentiles{}
+		r.PartsMs = map[string]metrics.Percentiles{}
 		for name, vals := range parts {
 			r.PartsMs[name] = pct(vals)
 		}
@@ -356,19 +313,19 @@ func commonSize(sizes map[[2]int]int) (w, h int) {
 // videoSamples returns the sample lines of a video run: the emulator's
 // readings with, over each interval, the media goodput received, the
 // bitrate written and the sender's latest drain estimate and target.
-func videoSamples(in runInput, frames []joinedFrame, received []viewerLine) []any {
+func videoSamples(in runInput, frames []joinedFrame, received []records.ViewerFrame) []records.RunLine {
 	byWrite := slices.Clone(frames)
 	slices.SortFunc(byWrite, func(a, b joinedFrame) int { return cmp.Compare(a.WriteStartUs, b.WriteStartUs) })
 	byRecv := slices.Clone(received)
-	slices.SortFunc(byRecv, func(a, b viewerLine) int { return cmp.Compare(a.ReceivedUs, b.ReceivedUs) })
-	recs := make([]any, 0, len(in.Samples))
+	slices.SortFunc(byRecv, func(a, b records.ViewerFrame) int { return cmp.Compare(a.ReceivedUs, b.ReceivedUs) })
+	recs := make([]records.RunLine, 0, len(in.Samples))
 	t0 := in.TL.T0.UnixMicro()
 	prev := t0
 	fi, ri := 0, 0
 	for _, s := range in.Samples {
 		at := t0 + s.At.Microseconds()
 		secs := float64(at-prev) / 1e6
-		rec := sampleRec{Kind: "sample", T: s.At.Seconds(), QueueMs: ptr(s.QueueMs), RateBps: ptr(s.RateBps), DeliveredBps: ptr(s.Delivered)}
+		rec := records.RunLine{Kind: records.KindSample, T: s.At.Seconds(), QueueMs: ptr(s.QueueMs), RateBps: ptr(s.RateBps), DeliveredBps: ptr(s.Delivered)}
 		var written, got int
 		var drain, target int64
 		for fi < len(byWrite) && byWrite[fi].WriteStartUs <= at {

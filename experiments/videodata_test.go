@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"replenish/rate"
+	"replenish/records"
 )
 
 func g2g(v float64) *float64 { return &v }
@@ -30,7 +31,7 @@ func videoRecords() videoData {
 		if i%3 == 0 {
 			w, h = 320, 180
 		}
-		v.Frames = append(v.Frames, senderFrame{
+		v.Frames = append(v.Frames, records.Frame{
 			ID: uint64(i), RTPTimestamp: uint32(1000 + 3000*i), CaptureUs: at(capture),
 			EncodeStartUs: at(capture + time.Millisecond), EncodeEndUs: at(capture + 4*time.Millisecond),
 			WriteStartUs: at(capture + 5*time.Millisecond), WriteEndUs: at(capture + 5*time.Millisecond), LeftHostUs: at(left),
@@ -41,17 +42,17 @@ func videoRecords() videoData {
 			continue
 		}
 		// The viewer numbers frames its own way.
-		v.Received = append(v.Received, viewerLine{Kind: "received", Stream: 1, Frame: uint32(i + 7), RTPTimestamp: uint32(1000 + 3000*i),
+		v.Received = append(v.Received, records.ViewerFrame{Kind: records.KindReceived, Stream: 1, Frame: uint32(i + 7), RTPTimestamp: uint32(1000 + 3000*i),
 			CaptureUs: at(capture), ReceivedUs: at(capture + 100*time.Millisecond), Bytes: 5000})
 		if i%10 == 0 {
-			d := viewerLine{Kind: "displayed", Stream: 1, Frame: uint32(i + 7), Client: 1, G2GMs: g2g(150)}
+			d := records.ViewerFrame{Kind: records.KindDisplayed, Stream: 1, Frame: uint32(i + 7), Client: 1, G2GMs: g2g(150)}
 			if i == 100 {
 				d.Misread, d.G2GMs = true, nil
 			}
 			v.Displayed = append(v.Displayed, d)
 		}
 	}
-	v.Conns = []senderConn{{Retransmits: 99, Frames: 300}} // the whole connection's
+	v.Conns = []records.Conn{{Retransmits: 99, Frames: 300}} // the whole connection's
 	return v
 }
 
@@ -143,10 +144,10 @@ func TestSummarizeVideo(t *testing.T) {
 	}
 	frames, samples := 0, 0
 	for _, rec := range recs {
-		switch rec.(type) {
-		case frameRec:
+		switch rec.Kind {
+		case records.KindFrame:
 			frames++
-		case sampleRec:
+		case records.KindSample:
 			samples++
 		}
 	}
@@ -166,7 +167,7 @@ func TestVideoSamples(t *testing.T) {
 	}
 	// In (1 s, 2 s]: 30 frames written (frames 30..59, written at +5 ms)
 	// and 30 received (frames 28..57 at +100 ms).
-	s := recs[1].(sampleRec)
+	s := recs[1]
 	if s.BitrateBps == nil || !near(*s.BitrateBps, 30*5000*8, 1) || !near(*s.GoodputBps, 30*5000*8, 1) {
 		t.Errorf("sample %+v", s)
 	}

@@ -58,7 +58,7 @@ func parseFlags(args []string, out io.Writer) (options, transport.Mode, media.Si
 	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `host:port` to send to")
 	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
 	fs.StringVar(&o.mode, "mode", "replenish", "send buffer policy: replenish, lowat or default (or a full form such as replenish=15ms, lowat=15000, default+nagle)")
-	fs.DurationVar(&o.replenish, "replenish", 15*time.Millisecond, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
+	fs.DurationVar(&o.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
 	fs.IntVar(&o.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
 	fs.BoolVar(&o.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
 	fs.StringVar(&o.bitrate, "bitrate", "1mbit", "initial target `bitrate` (e.g. 500kbit, 2mbit); in default and lowat modes, which give the sender no view of the path, the target stays there")
@@ -170,7 +170,7 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var rec *records
+	var rec *recordsFile
 	scfg := sender.Config{Name: o.name, MaxSize: maxRes, FPS: o.fps, Start: o.start, Logger: log}
 	if o.records != "" {
 		if rec, err = openRecords(o.records); err != nil {

@@ -13,10 +13,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"replenish/internal/jsonl"
 	"strconv"
 	"syscall"
 
+	"replenish/records"
 	"replenish/viewer"
 )
 
@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 
 	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, Logger: log}
 	if o.records != "" {
-		w, err := jsonl.Create(o.records, maxRecords)
+		w, err := records.Create(o.records, maxRecords)
 		if err != nil {
 			fmt.Fprintf(stderr, "viewer: -records: %v\n", err)
 			return 1

@@ -34,47 +34,28 @@ type Config struct {
 	Progress func(pageURL string)
 }
 
-// Percentiles summarises samples in ms; all zero with N 0 when there were
-// none.
-type Percentiles struct {
-	N                  int     `json:"n"`
-	P50, P95, P99, Max float64 `json:"-"`
-}
-
-// MarshalJSON writes {"n", "p50", "p95", "p99", "max"}.
-func (p Percentiles) MarshalJSON() ([]byte, error) {
-	if p.N == 0 {
-		return []byte(`{"n":0}`), nil
-	}
-	return fmt.Appendf(nil, `{"n":%d,"p50":%.3f,"p95":%.3f,"p99":%.3f,"max":%.3f}`, p.N, p.P50, p.P95, p.P99, p.Max), nil
-}
-
-func summarize(v []float64) Percentiles {
-	s := metrics.Summarize(v)
-	if s.N == 0 {
-		return Percentiles{}
-	}
-	return Percentiles{N: s.N, P50: s.P50, P95: s.P95, P99: s.P99, Max: s.Max}
-}
+// summarize returns the distribution of v (ms, sorted in place) to the
+// microsecond.
+func summarize(v []float64) metrics.Percentiles { return metrics.Summarize(v).Round(3) }
 
 // Result is what Run measured over the window.
 type Result struct {
-	Mode              string       `json:"mode"`
-	Size              string       `json:"max_res"`
-	FPS               int          `json:"fps"`
-	WarmupS           float64      `json:"warmup_s"`
-	DurationS         float64      `json:"duration_s"`
-	FramesReceived    int          `json:"frames_received"`
-	FramesDisplayed   int          `json:"frames_displayed"`
-	Misreads          int          `json:"timestamp_misreads"`
-	MisreadPct        float64      `json:"misread_pct"`
-	DisplayedFPS      float64      `json:"displayed_fps"`
-	G2G               Percentiles  `json:"g2g_ms"`
-	CaptureToReceived Percentiles  `json:"capture_to_received_ms"`
-	Decode            Percentiles  `json:"decode_ms"`
-	Draw              Percentiles  `json:"draw_ms"`
-	SourceDelay       Percentiles  `json:"sender_source_delay_ms"`
-	APIStatsAtEnd     viewer.Stats `json:"api_stats_at_end"` // the last 10 s, as /api/stats saw them
+	Mode              string              `json:"mode"`
+	Size              string              `json:"max_res"`
+	FPS               int                 `json:"fps"`
+	WarmupS           float64             `json:"warmup_s"`
+	DurationS         float64             `json:"duration_s"`
+	FramesReceived    int                 `json:"frames_received"`
+	FramesDisplayed   int                 `json:"frames_displayed"`
+	Misreads          int                 `json:"timestamp_misreads"`
+	MisreadPct        float64             `json:"misread_pct"`
+	DisplayedFPS      float64             `json:"displayed_fps"`
+	G2G               metrics.Percentiles `json:"g2g_ms"`
+	CaptureToReceived metrics.Percentiles `json:"capture_to_received_ms"`
+	Decode            metrics.Percentiles `json:"decode_ms"`
+	Draw              metrics.Percentiles `json:"draw_ms"`
+	SourceDelay       metrics.Percentiles `json:"sender_source_delay_ms"` // p50, p95 and n: what the sender's status gives
+	APIStatsAtEnd     viewer.Stats        `json:"api_stats_at_end"`       // the last 10 s, as /api/stats saw them
 }
 
 // collector gathers the viewer's records while measuring.
@@ -183,8 +164,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.APIStatsAtEnd = rg.Viewer.Stats()
 	st := rg.Sender.Status()
+	res.SourceDelay = metrics.Unknown(metrics.Count | metrics.P50 | metrics.P95)
 	if st.SourceDelayN > 0 {
-		res.SourceDelay = Percentiles{N: st.SourceDelayN, P50: ms(st.SourceDelayP50), P95: ms(st.SourceDelayP95)}
+		res.SourceDelay.N, res.SourceDelay.P50, res.SourceDelay.P95 = st.SourceDelayN, ms(st.SourceDelayP50), ms(st.SourceDelayP95)
 	}
 	if err := rg.Close(); err != nil {
 		return res, err

@@ -311,7 +311,7 @@ func bpsUnit(hi float64) (scale float64, unit string) {
 // timeSeriesPlots draws a run's rates, delays and bottleneck queue over time,
 // one panel each, with the measured window marked. Panels without data are
 // left out; it returns no panels when the records hold none.
-func timeSeriesPlots(r Run, rs *records) ([]*plot.Plot, error) {
+func timeSeriesPlots(r Run, rs *runData) ([]*plot.Plot, error) {
 	w := windowOf(r)
 	tmax := rs.MaxT
 	marks := func(p *plot.Plot) {
