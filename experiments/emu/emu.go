@@ -119,6 +119,13 @@ type LinkConfig struct {
 	Schedule []Step
 }
 
+// SplitRTT returns the one-way delays that make up a round-trip time of
+// rtt, split evenly between the two directions (the forward one gets the
+// lower half of an odd nanosecond).
+func SplitRTT(rtt time.Duration) (forward, reverse time.Duration) {
+	return rtt / 2, rtt - rtt/2
+}
+
 // Step is one change of a rate schedule.
 type Step struct {
 	At    time.Duration // time after the link starts

@@ -793,27 +793,30 @@ func TestLoss(t *testing.T) {
 	}
 }
 
-// TestRateChange checks that a scheduled step and a live Set change the
-// delivered rate.
+// TestRateChange checks that a step of the configured schedule, a step
+// scheduled once the path runs and a live Set change the delivered rate.
 func TestRateChange(t *testing.T) {
 	needRoot(t)
 	const before, after = 2 * rate.Mbps, 8 * rate.Mbps
 	const at = 1500 * ms
 	tests := []struct {
 		name string
-		live bool
-	}{{"schedule", false}, {"live Set", true}}
+		how  string
+	}{{"schedule", "config"}, {"Schedule", "later"}, {"live Set", "live"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			link := LinkConfig{Rate: before, Delay: 10 * ms}
-			if !tt.live {
+			if tt.how == "config" {
 				link.Schedule = []Step{{At: at, Rate: after}}
 			}
 			p := startPath(t, Config{Forward: link})
 			recv, send := listenUDP(t, p, Receiver), listenUDP(t, p, Sender)
 			k := collect(recv)
 			var stepAt time.Time // wall time of the step
-			if tt.live {
+			switch tt.how {
+			case "later": // off by the microseconds between the two clock readings
+				p.Schedule(Forward, []Step{{At: at - p.mv.now(), Rate: after}})
+			case "live":
 				timer := time.AfterFunc(at-p.mv.now(), func() {
 					p.Set(Forward, after, 10*ms)
 				})
