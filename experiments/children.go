@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"replenish/experiments/scenario"
 	"replenish/records"
 	"replenish/transport"
 	"replenish/transport/tcp"
@@ -377,10 +378,10 @@ func bulkSendMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	err := childFlags("bulk-send", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&to, "to", "", "sink `host:port`")
 		fs.TextVar(&mode, "mode", transport.Mode{Policy: transport.Default}, "send-buffer `mode`")
-		fs.IntVar(&size, "size", defaultBulkWrite, "`bytes` per write")
+		fs.IntVar(&size, "size", scenario.DefaultBulkWrite, "`bytes` per write")
 		fs.StringVar(&recPath, "records", "", "records `file`")
 	})
-	if err == nil && (size < 1 || size > maxBulkWrite || recPath == "" || to == "") {
+	if err == nil && (size < 1 || size > scenario.MaxBulkWrite || recPath == "" || to == "") {
 		err = errors.New("need -to, -records and -size from 1 B to 64 MiB")
 	}
 	if err != nil {
@@ -535,8 +536,8 @@ func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	c, s, raw, rec := sc.c, sc.s, sc.raw, sc.rec
 
-	header := make([]byte, rrHeader)
-	body := make([]byte, rrBody)
+	header := make([]byte, scenario.RRHeader)
+	body := make([]byte, scenario.RRBody)
 	for req := uint64(0); !sc.stopped.Load(); req++ {
 		answered = false
 		inv, err := c.Wait(ctx)
@@ -544,11 +545,11 @@ func rrClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			break
 		}
 		start := time.Now()
-		s.writing(2*req, rrHeader, inv, c.Stats().TotalRetrans)
+		s.writing(2*req, scenario.RRHeader, inv, c.Stats().TotalRetrans)
 		if c.Write(2*req, header) != nil {
 			break
 		}
-		s.writing(2*req+1, rrBody, inv, c.Stats().TotalRetrans)
+		s.writing(2*req+1, scenario.RRBody, inv, c.Stats().TotalRetrans)
 		if c.Write(2*req+1, body) != nil {
 			break
 		}
@@ -589,7 +590,7 @@ func rrServerMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "rr-server: %v\n", err)
 		return 1
 	}
-	req := make([]byte, rrHeader+rrBody)
+	req := make([]byte, scenario.RRHeader+scenario.RRBody)
 	for {
 		conn, err := ln.Accept()
 		if err != nil {

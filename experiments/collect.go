@@ -11,6 +11,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
+	"replenish/experiments/scenario"
 	"replenish/metrics"
 	"replenish/records"
 )
@@ -131,7 +132,7 @@ func sortRecords(recs []records.RunLine) {
 
 // runInput is what every run's summary starts from.
 type runInput struct {
-	Spec    runSpec
+	Spec    scenario.Run
 	ID      string
 	TL      timeline
 	Final   emu.Stats // at the end of the window, totals reset at its start
@@ -143,7 +144,7 @@ func baseRun(in runInput) report.Run {
 	s := in.Spec
 	fwd := in.Final.Forward.Total
 	return report.Run{
-		ID: in.ID, Scenario: s.scenario(), Mode: s.Mode.String(), Transport: "tcp", Workload: s.Workload.String(), CC: s.Path.CC,
+		ID: in.ID, Scenario: s.Title(), Mode: s.Mode.String(), Transport: "tcp", Workload: s.Workload.String(), CC: s.Path.CC,
 		RateBps: int64(s.Path.Rate), RTTMs: float64(s.Path.RTT) / float64(time.Millisecond),
 		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss,
 		DurationS: s.Duration.Seconds(), WarmupS: s.Warmup.Seconds(),
@@ -154,7 +155,7 @@ func baseRun(in runInput) report.Run {
 
 // meanRate returns the mean bottleneck rate over the measured window.
 func (in runInput) meanRate() float64 {
-	return in.Spec.Path.meanRate(in.Spec.Warmup, in.Spec.total())
+	return in.Spec.Path.MeanRate(in.Spec.Warmup, in.Spec.Total())
 }
 
 // sendData is what a bulk or rr run's processes recorded.

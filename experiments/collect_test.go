@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"replenish/experiments/emu"
+	"replenish/experiments/scenario"
 	"replenish/metrics"
 	"replenish/rate"
 	"replenish/records"
@@ -112,14 +113,14 @@ func TestGoodputBetween(t *testing.T) {
 
 // bulkInput is a 10 s run: 2 s warm-up, 8 s window, at 2 Mb/s.
 func bulkInput() runInput {
-	spec := runSpec{
-		Path: pathSpec{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: defaultSndbufBytes},
-		Mode: mustMode("replenish=15ms"), Workload: workload{Kind: kindBulk, Write: 1000}, Warmup: 2 * time.Second, Duration: 8 * time.Second,
+	spec := scenario.Run{
+		Path: scenario.Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: 8 << 20},
+		Mode: mustMode("replenish=15ms"), Workload: scenario.Workload{Kind: scenario.KindBulk, Write: 1000}, Warmup: 2 * time.Second, Duration: 8 * time.Second,
 	}
 	final := emu.Stats{Forward: emu.DirStats{Total: emu.Counters{
 		Drops: 3, Queue: metrics.Percentiles{P50: 100, P95: 190, P99: 199, Max: 200, N: 1000, Figures: metrics.All},
 	}}}
-	return runInput{Spec: spec, ID: spec.id(), TL: timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}, Final: final,
+	return runInput{Spec: spec, ID: spec.ID(), TL: timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}, Final: final,
 		Samples: []emuSample{{At: 5 * time.Second, RateBps: 2e6, QueueMs: 80, Delivered: 2e6}, {At: 10 * time.Second, RateBps: 2e6, QueueMs: 90, Delivered: 1.9e6}}}
 }
 
@@ -242,7 +243,7 @@ func TestSummarizeBulkNotes(t *testing.T) {
 
 func TestSummarizeRR(t *testing.T) {
 	in := bulkInput()
-	in.Spec.Workload = workload{Kind: kindRR}
+	in.Spec.Workload = scenario.Workload{Kind: scenario.KindRR}
 	var d sendData
 	for i := range 50 {
 		start := 2*time.Second + time.Duration(i)*100*time.Millisecond
@@ -297,7 +298,7 @@ func TestSampleFrom(t *testing.T) {
 func TestResummarize(t *testing.T) {
 	raw := t.TempDir()
 	in := bulkInput()
-	in.Spec.Path.Schedule = []step{{At: 5 * time.Second, Rate: rate.Mbps}}
+	in.Spec.Path.Schedule = []scenario.Step{{At: 5 * time.Second, Rate: rate.Mbps}}
 	var send, sink bytes.Buffer
 	var d sendData
 	enc := json.NewEncoder(&send)

@@ -16,11 +16,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"replenish/experiments/emu"
+	"replenish/experiments/scenario"
 	"replenish/rate"
 	"replenish/transport"
 )
@@ -37,20 +39,18 @@ const demoStatusEvery = 10 * time.Second
 
 // demoOptions are the demo command's flags.
 type demoOptions struct {
-	Rate   string
-	RTT    time.Duration
-	Queue  time.Duration
+	Spec   scenario.Flags // the path, the modes and the senders' largest resolution
 	HTTP   string
-	Modes  string
-	MaxRes string
-	CC     string
-	Sndbuf string
 	BinDir string
 }
 
-func parseDemoFlags(args []string, out io.Writer) (demoOptions, pathSpec, []transport.Mode, error) {
-	o := demoOptions{Rate: "2mbit", RTT: 80 * time.Millisecond, Queue: defaultQueue, HTTP: "127.0.0.1:8080",
-		Modes: "replenish=15ms,default", MaxRes: "640x360", CC: defaultCC, Sndbuf: defaultSndbuf}
+// demoModes are the demo's senders unless told otherwise: one with SBM
+// (the default replenish time), one without.
+var demoModes = []transport.Mode{transport.DefaultMode, {Policy: transport.Default}}
+
+func parseDemoFlags(args []string, out io.Writer) (demoOptions, scenario.Path, []transport.Mode, error) {
+	o := demoOptions{Spec: scenario.Defaults(), HTTP: "127.0.0.1:8080"}
+	o.Spec.Rate, o.Spec.RTT, o.Spec.Modes, o.Spec.MaxRes, o.Spec.Workload = "2mbit", 80*time.Millisecond, slices.Clone(demoModes), "640x360", scenario.KindVideo
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
@@ -73,33 +73,31 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.Rate, "rate", o.Rate, "bottleneck `rate` at the start")
-	fs.DurationVar(&o.RTT, "rtt", o.RTT, "round-trip `time` at the start")
-	fs.DurationVar(&o.Queue, "queue", o.Queue, "bottleneck queue as `time` at the starting rate (a fixed byte limit, never under 8 packets)")
+	fs.StringVar(&o.Spec.Rate, "rate", o.Spec.Rate, "bottleneck `rate` at the start")
+	fs.DurationVar(&o.Spec.RTT, "rtt", o.Spec.RTT, "round-trip `time` at the start")
+	fs.DurationVar(&o.Spec.Queue, "queue", o.Spec.Queue, "bottleneck queue as `time` at the starting rate (a fixed byte limit, never under 8 packets)")
 	fs.StringVar(&o.HTTP, "http", o.HTTP, "loopback `host:port` for the page")
-	fs.StringVar(&o.Modes, "modes", o.Modes, "comma `list` of modes, one sender each")
-	fs.StringVar(&o.MaxRes, "max-res", o.MaxRes, "largest resolution `WxH` the senders may send")
-	fs.StringVar(&o.CC, "cc", o.CC, "TCP congestion `control`")
-	fs.StringVar(&o.Sndbuf, "sndbuf", o.Sndbuf, "initial TCP send buffer on the sender side, `bytes` (0 keeps Linux's)")
+	fs.Var(&o.Spec.Modes, "modes", "comma `list` of modes, one sender each")
+	fs.StringVar(&o.Spec.MaxRes, "max-res", o.Spec.MaxRes, "largest resolution `WxH` the senders may send")
+	fs.StringVar(&o.Spec.CC, "cc", o.Spec.CC, "TCP congestion `control`")
+	fs.StringVar(&o.Spec.Sndbuf, "sndbuf", o.Spec.Sndbuf, "initial TCP send buffer on the sender side, `bytes` (0 keeps Linux's)")
 	fs.StringVar(&o.BinDir, "bindir", "", "`directory` with prebuilt sender and viewer binaries (default: go build them)")
 	if err := fs.Parse(args); err != nil {
-		return o, pathSpec{}, nil, err
+		return o, scenario.Path{}, nil, err
 	}
 	if fs.NArg() > 0 {
-		return o, pathSpec{}, nil, fmt.Errorf("%w: unexpected arguments %q", errSpec, fs.Args())
+		return o, scenario.Path{}, nil, fmt.Errorf("%w: unexpected arguments %q", scenario.ErrSpec, fs.Args())
 	}
-	sf := defaultSpecFlags()
-	sf.Rate, sf.RTT, sf.Queue, sf.Modes, sf.CC, sf.Sndbuf, sf.Workload, sf.MaxRes = o.Rate, o.RTT, o.Queue, o.Modes, o.CC, o.Sndbuf, kindVideo, o.MaxRes
-	specs, err := sf.specs()
+	specs, err := o.Spec.Runs()
 	if err != nil {
-		return o, pathSpec{}, nil, err
+		return o, scenario.Path{}, nil, err
 	}
 	host, _, err := net.SplitHostPort(o.HTTP)
 	if err != nil {
-		return o, pathSpec{}, nil, fmt.Errorf("%w: --http %q: %v", errSpec, o.HTTP, err)
+		return o, scenario.Path{}, nil, fmt.Errorf("%w: --http %q: %v", scenario.ErrSpec, o.HTTP, err)
 	}
 	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
-		return o, pathSpec{}, nil, fmt.Errorf("%w: --http %q: the demo serves on loopback only", errSpec, o.HTTP)
+		return o, scenario.Path{}, nil, fmt.Errorf("%w: --http %q: the demo serves on loopback only", scenario.ErrSpec, o.HTTP)
 	}
 	modes := make([]transport.Mode, len(specs))
 	for i, s := range specs {
@@ -166,17 +164,17 @@ var _ demoPath = (*emu.Path)(nil)
 // demo is a running demo's shared state.
 type demo struct {
 	p     demoPath
-	start pathSpec
+	start scenario.Path
 	log   *slog.Logger
 	stats *http.Client
 
 	mu  sync.Mutex // guards cur
-	cur pathSpec
+	cur scenario.Path
 }
 
 // set changes the path's rate and RTT (zero keeps each) and returns the new
 // values.
-func (d *demo) set(r rate.Bitrate, rtt time.Duration, reset bool) pathSpec {
+func (d *demo) set(r rate.Bitrate, rtt time.Duration, reset bool) scenario.Path {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if reset {
@@ -194,18 +192,18 @@ func (d *demo) set(r rate.Bitrate, rtt time.Duration, reset bool) pathSpec {
 	return d.cur
 }
 
-func (d *demo) get() pathSpec {
+func (d *demo) get() scenario.Path {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.cur
 }
 
 // runDemo runs the demo until ctx is done or "quit" is typed.
-func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []transport.Mode, bins binaries, ln net.Listener, dir string,
+func runDemo(ctx context.Context, o demoOptions, path scenario.Path, modes []transport.Mode, bins binaries, ln net.Listener, dir string,
 	stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cfg := path.emuConfig()
+	cfg := path.EmuConfig()
 	cfg.Logger = log
 	p, err := emu.Start(ctx, cfg)
 	if err != nil {
@@ -214,7 +212,7 @@ func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []transpor
 	defer p.Close()
 	if path.Sndbuf > 0 {
 		if err := p.Do(emu.Sender, func() error {
-			return os.WriteFile("/proc/sys/net/ipv4/tcp_wmem", []byte(path.wmem()), 0)
+			return os.WriteFile("/proc/sys/net/ipv4/tcp_wmem", []byte(path.Wmem()), 0)
 		}); err != nil {
 			return fmt.Errorf("setting the send buffer: %w", err)
 		}
@@ -250,8 +248,8 @@ func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []transpor
 		logName := fmt.Sprintf("sender-%d", i+1)
 		wg.Go(func() {
 			supervise(ctx, log, "sender "+name, func() (*proc, error) {
-				argv := []string{bins.Sender, "-to", media, "-name", name, "-mode", m.String(), "-status=false", "-max-res", o.MaxRes,
-					"-bitrate", fmtRate(min(max(path.Rate, minVideoBitrate), maxVideoBitrate))}
+				argv := []string{bins.Sender, "-to", media, "-name", name, "-mode", m.String(), "-status=false", "-max-res", o.Spec.MaxRes,
+					"-bitrate", scenario.FormatRate(scenario.Run{Path: path}.VideoBitrate())}
 				return startProc(p.SenderNS(), logName, argv, filepath.Join(dir, logName+".log"), nil)
 			}, nil)
 		})
@@ -265,7 +263,7 @@ func runDemo(ctx context.Context, o demoOptions, path pathSpec, modes []transpor
 	defer srv.Close()
 
 	fmt.Fprintf(stdout, "\n  replenish demo: open http://%s/ in a browser\n", ln.Addr())
-	fmt.Fprintf(stdout, "  path %s, RTT %v, queue %d bytes; senders: %s\n", path.Rate, path.RTT, queueBytes(path.Rate, path.Queue), joinModes(modes))
+	fmt.Fprintf(stdout, "  path %s, RTT %v, queue %d bytes; senders: %s\n", path.Rate, path.RTT, scenario.QueueBytes(path.Rate, path.Queue), joinModes(modes))
 	fmt.Fprintln(stdout, "  type: rate 500kbit | rtt 200ms | reset | status | quit   (Ctrl-C stops)")
 	fmt.Fprintln(stdout)
 
@@ -440,7 +438,7 @@ func (d *demo) pathJSON() pathJSON {
 	c := d.get()
 	var j pathJSON
 	j.RateBps, j.RTTMs = int64(c.Rate), float64(c.RTT)/float64(time.Millisecond)
-	j.QueueBytes = queueBytes(d.start.Rate, d.start.Queue)
+	j.QueueBytes = scenario.QueueBytes(d.start.Rate, d.start.Queue)
 	j.Start.RateBps, j.Start.RTTMs = int64(d.start.Rate), float64(d.start.RTT)/float64(time.Millisecond)
 	return j
 }

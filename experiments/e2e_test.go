@@ -17,6 +17,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
+	"replenish/experiments/scenario"
 	"replenish/rate"
 )
 
@@ -51,13 +52,13 @@ func TestBulkComparison(t *testing.T) {
 	needRoot(t)
 	emu.PrioritizeProcess()
 	rn := testRunner(t)
-	path := pathSpec{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: defaultCC, Sndbuf: defaultSndbufBytes}
+	path := scenario.Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: 8 << 20}
 	runs := map[string]report.Run{}
 	for _, mode := range []string{"default", "replenish=15ms"} {
-		spec := runSpec{Path: path, Mode: mustMode(mode), Workload: workload{Kind: kindBulk, Write: defaultBulkWrite},
+		spec := scenario.Run{Path: path, Mode: mustMode(mode), Workload: scenario.Workload{Kind: scenario.KindBulk, Write: scenario.DefaultBulkWrite},
 			Warmup: 2 * time.Second, Duration: 8 * time.Second, Drain: 2 * time.Second}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		r, err := rn.runOne(ctx, spec, spec.id(), spec.id())
+		r, err := rn.runOne(ctx, spec, spec.ID(), spec.ID())
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
@@ -93,11 +94,11 @@ func TestBulkComparison(t *testing.T) {
 func TestRequestResponse(t *testing.T) {
 	needRoot(t)
 	rn := testRunner(t)
-	path := pathSpec{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: defaultCC}
+	path := scenario.Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic"}
 	got := map[string]report.Run{}
 	for _, mode := range []string{"default", "default+nagle"} {
-		spec := runSpec{Path: path, Mode: mustMode(mode), Workload: workload{Kind: kindRR}, Warmup: time.Second, Duration: 3 * time.Second, Drain: time.Second}
-		r, err := rn.runOne(context.Background(), spec, spec.id(), spec.id())
+		spec := scenario.Run{Path: path, Mode: mustMode(mode), Workload: scenario.Workload{Kind: scenario.KindRR}, Warmup: time.Second, Duration: 3 * time.Second, Drain: time.Second}
+		r, err := rn.runOne(context.Background(), spec, spec.ID(), spec.ID())
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
@@ -118,15 +119,15 @@ func TestRequestResponse(t *testing.T) {
 func TestChildCrash(t *testing.T) {
 	needRoot(t)
 	rn := testRunner(t)
-	spec := runSpec{Path: pathSpec{Rate: 2 * rate.Mbps, Queue: 200 * time.Millisecond, CC: defaultCC}, Mode: mustMode("default"),
-		Workload: workload{Kind: kindBulk, Write: 1000}, Warmup: time.Second, Duration: time.Minute}
+	spec := scenario.Run{Path: scenario.Path{Rate: 2 * rate.Mbps, Queue: 200 * time.Millisecond, CC: "cubic"}, Mode: mustMode("default"),
+		Workload: scenario.Workload{Kind: scenario.KindBulk, Write: 1000}, Warmup: time.Second, Duration: time.Minute}
 	type result struct {
 		r   report.Run
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := rn.runOne(context.Background(), spec, spec.id(), spec.id())
+		r, err := rn.runOne(context.Background(), spec, spec.ID(), spec.ID())
 		done <- result{r, err}
 	}()
 	// Kill the sending process once it runs.
@@ -148,7 +149,7 @@ func TestChildCrash(t *testing.T) {
 	if !strings.Contains(strings.Join(res.r.Notes, " "), "run failed") {
 		t.Errorf("notes %q", res.r.Notes)
 	}
-	if _, err := os.Stat(filepath.Join(rn.out, "runs", spec.id(), "run.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(rn.out, "runs", spec.ID(), "run.json")); err != nil {
 		t.Errorf("a failed run writes run.json too: %v", err)
 	}
 	ns, _ := filepath.Glob(fmt.Sprintf("/run/netns/rpl-%d-*", os.Getpid()))

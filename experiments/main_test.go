@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"replenish/experiments/emu"
+	"replenish/experiments/scenario"
 	"replenish/framer"
 	"replenish/rate"
 )
@@ -81,7 +82,7 @@ func (f *fakePath) Set(d emu.Direction, r rate.Bitrate, delay time.Duration) {
 func (f *fakePath) Stats() emu.Stats { return emu.Stats{} }
 
 func TestDemoAPI(t *testing.T) {
-	start := pathSpec{Rate: 2 * rate.Mbps, RTT: 80 * time.Millisecond, Queue: 200 * time.Millisecond}
+	start := scenario.Path{Rate: 2 * rate.Mbps, RTT: 80 * time.Millisecond, Queue: 200 * time.Millisecond}
 	tests := []struct {
 		name        string
 		method      string
@@ -157,7 +158,7 @@ func TestDemoAPI(t *testing.T) {
 }
 
 func TestDemoCommands(t *testing.T) {
-	start := pathSpec{Rate: 2 * rate.Mbps, RTT: 80 * time.Millisecond, Queue: 200 * time.Millisecond}
+	start := scenario.Path{Rate: 2 * rate.Mbps, RTT: 80 * time.Millisecond, Queue: 200 * time.Millisecond}
 	fp := &fakePath{rate: map[emu.Direction]rate.Bitrate{}, delay: map[emu.Direction]time.Duration{}}
 	d := &demo{p: fp, start: start, cur: start, log: discardLog()}
 	var out bytes.Buffer

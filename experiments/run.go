@@ -15,6 +15,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
+	"replenish/experiments/scenario"
 	"replenish/internal/headless"
 )
 
@@ -32,12 +33,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return 2
 	}
-	specs, err := o.specsOf(readMatrix)
+	specs, err := o.runs()
 	if err != nil {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return 2
 	}
-	ids := uniqueIDs(specs)
+	ids := scenario.UniqueIDs(specs)
 	if o.Out == "" {
 		o.Out = filepath.Join("results", "run-"+time.Now().Format("20060102-150405"))
 	}
@@ -68,9 +69,9 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	video, browser := false, false
 	var total time.Duration
 	for _, s := range specs {
-		video = video || s.Workload.Kind == kindVideo
+		video = video || s.Workload.Kind == scenario.KindVideo
 		browser = browser || s.Browser
-		total += s.total() + runOverhead
+		total += s.Total() + runOverhead
 	}
 	if browser {
 		if _, err := headless.Path(); err != nil {
@@ -119,7 +120,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runAll runs specs, parallel at a time, each on its own path, and returns
 // how many failed. It stops starting runs once ctx is done.
-func (rn *runner) runAll(ctx context.Context, specs []runSpec, ids []string, parallel int) (failed int) {
+func (rn *runner) runAll(ctx context.Context, specs []scenario.Run, ids []string, parallel int) (failed int) {
 	var mu sync.Mutex
 	next := 0
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
+	"replenish/experiments/scenario"
 	"replenish/metrics"
 	"replenish/records"
 )
@@ -92,8 +93,8 @@ type workloadRun interface {
 
 // newWorkloadRun returns the processes of spec's workload on path p, with
 // their files in dir.
-func (rn *runner) newWorkloadRun(spec runSpec, p *emu.Path, dir string, lv *live) workloadRun {
-	if spec.Workload.Kind == kindVideo {
+func (rn *runner) newWorkloadRun(spec scenario.Run, p *emu.Path, dir string, lv *live) workloadRun {
+	if spec.Workload.Kind == scenario.KindVideo {
 		return &videoRun{spec: spec, p: p, dir: dir, bins: rn.bins, live: lv, log: rn.log, c2r99: math.NaN()}
 	}
 	return &bulkRun{spec: spec, p: p, dir: dir, self: rn.bins.Self, live: lv}
@@ -102,7 +103,7 @@ func (rn *runner) newWorkloadRun(spec runSpec, p *emu.Path, dir string, lv *live
 // runOne runs spec on a fresh path, writes runs/<id>/run.json and
 // records.jsonl, and returns the run's summary. A run that fails still
 // writes a run.json, whose notes say why.
-func (rn *runner) runOne(ctx context.Context, spec runSpec, id, label string) (report.Run, error) {
+func (rn *runner) runOne(ctx context.Context, spec scenario.Run, id, label string) (report.Run, error) {
 	dir := filepath.Join(rn.out, "runs", id)
 	raw := filepath.Join(dir, "raw")
 	if err := os.MkdirAll(raw, 0o755); err != nil {
@@ -121,8 +122,8 @@ func (rn *runner) runOne(ctx context.Context, spec runSpec, id, label string) (r
 }
 
 // execute does runOne's work.
-func (rn *runner) execute(ctx context.Context, spec runSpec, id, label, raw string) (report.Run, []records.RunLine, error) {
-	cfg := spec.Path.emuConfig()
+func (rn *runner) execute(ctx context.Context, spec scenario.Run, id, label, raw string) (report.Run, []records.RunLine, error) {
+	cfg := spec.Path.EmuConfig()
 	cfg.Window = sampleEvery
 	cfg.Logger = rn.emu
 	p, err := emu.Start(ctx, cfg)
@@ -132,7 +133,7 @@ func (rn *runner) execute(ctx context.Context, spec runSpec, id, label, raw stri
 	defer p.Close()
 	if spec.Path.Sndbuf > 0 {
 		if err := p.Do(emu.Sender, func() error {
-			return os.WriteFile("/proc/sys/net/ipv4/tcp_wmem", []byte(spec.Path.wmem()), 0)
+			return os.WriteFile("/proc/sys/net/ipv4/tcp_wmem", []byte(spec.Path.Wmem()), 0)
 		}); err != nil {
 			return report.Run{}, nil, fmt.Errorf("experiments: setting the send buffer: %w", err)
 		}
@@ -150,6 +151,9 @@ func (rn *runner) execute(ctx context.Context, spec runSpec, id, label, raw stri
 		return report.Run{}, nil, err
 	}
 	t0 := time.Now()
+	fwd, rev := spec.Path.EmuSchedule()
+	p.Schedule(emu.Forward, fwd)
+	p.Schedule(emu.Reverse, rev)
 	if err := w.startSender(ctx); err != nil {
 		return report.Run{}, nil, err
 	}
@@ -173,11 +177,11 @@ func (rn *runner) execute(ctx context.Context, spec runSpec, id, label, raw stri
 	return run, recs, nil
 }
 
-// watch samples the emulator until the end of the run, applies the
-// schedule, restarts the emulator's totals at the end of the warm-up and
-// updates the progress line. It returns the final statistics and the
+// watch samples the emulator until the end of the run, restarts the
+// emulator's totals at the end of the warm-up and updates the progress
+// line. It returns the final statistics and the
 // samples, or an error if ctx ends or a process exits early.
-func (rn *runner) watch(ctx context.Context, spec runSpec, p *emu.Path, w workloadRun, t0 time.Time, lv *live, label string) (emu.Stats, []emuSample, error) {
+func (rn *runner) watch(ctx context.Context, spec scenario.Run, p *emu.Path, w workloadRun, t0 time.Time, lv *live, label string) (emu.Stats, []emuSample, error) {
 	procs := w.procs()
 	exited := make(chan *proc, len(procs))
 	stopWatch := make(chan struct{})
@@ -195,7 +199,7 @@ func (rn *runner) watch(ctx context.Context, spec runSpec, p *emu.Path, w worklo
 			}
 		})
 	}
-	total := spec.total()
+	total := spec.Total()
 	warm := time.NewTimer(spec.Warmup)
 	defer warm.Stop()
 	end := time.NewTimer(total)
@@ -204,24 +208,6 @@ func (rn *runner) watch(ctx context.Context, spec runSpec, p *emu.Path, w worklo
 	defer tick.Stop()
 	samples := make([]emuSample, 0, int(total/sampleEvery)+2)
 
-	sched := spec.Path.Schedule
-	cur := spec.Path
-	var next <-chan time.Time
-	var stepTimer *time.Timer
-	armStep := func() {
-		if len(sched) == 0 {
-			next = nil
-			return
-		}
-		stepTimer = time.NewTimer(time.Until(t0.Add(sched[0].At)))
-		next = stepTimer.C
-	}
-	armStep()
-	defer func() {
-		if stepTimer != nil {
-			stepTimer.Stop()
-		}
-	}()
 	warmedUp := spec.Warmup == 0
 	if warmedUp {
 		p.ResetTotals()
@@ -239,18 +225,6 @@ func (rn *runner) watch(ctx context.Context, spec runSpec, p *emu.Path, w worklo
 		case <-warm.C:
 			p.ResetTotals()
 			warmedUp = true
-		case <-next:
-			st := sched[0]
-			sched = sched[1:]
-			if st.Rate > 0 {
-				cur.Rate = st.Rate
-			}
-			if st.RTT > 0 {
-				cur.RTT = st.RTT
-			}
-			p.Set(emu.Forward, cur.Rate, cur.RTT/2)
-			p.Set(emu.Reverse, 0, cur.RTT-cur.RTT/2)
-			armStep()
 		case now := <-tick.C:
 			at := now.Sub(t0)
 			s := sampleFrom(at, p.Stats())
@@ -281,9 +255,9 @@ func (rn *runner) watch(ctx context.Context, spec runSpec, p *emu.Path, w worklo
 }
 
 // liveLine is a run's progress line.
-func liveLine(spec runSpec, at time.Duration, warmedUp bool, s emuSample, lv *live) string {
+func liveLine(spec scenario.Run, at time.Duration, warmedUp bool, s emuSample, lv *live) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%5.1f/%.0f s", at.Seconds(), spec.total().Seconds())
+	fmt.Fprintf(&b, "%5.1f/%.0f s", at.Seconds(), spec.Total().Seconds())
 	if !warmedUp {
 		b.WriteString(" (warm-up)")
 	}
@@ -320,7 +294,7 @@ func writeRun(dir string, run report.Run, recs []records.RunLine) error {
 // bulkRun is a bulk or request/response run: this program re-executed as
 // bulk-sink and bulk-send (or rr-server and rr-client) in the namespaces.
 type bulkRun struct {
-	spec runSpec
+	spec scenario.Run
 	p    *emu.Path
 	dir  string
 	self string
@@ -346,7 +320,7 @@ func (b *bulkRun) startReceiver(ctx context.Context) error {
 	}
 	argv := []string{b.self, "bulk-sink", "-listen", b.addr(), "-records", filepath.Join(b.dir, "sink.jsonl")}
 	name := "bulk-sink"
-	if b.spec.Workload.Kind == kindRR {
+	if b.spec.Workload.Kind == scenario.KindRR {
 		argv = []string{b.self, "rr-server", "-listen", b.addr()}
 		name = "rr-server"
 	}
@@ -361,7 +335,7 @@ func (b *bulkRun) startSender(ctx context.Context) error {
 	argv := []string{b.self, "bulk-send", "-to", b.addr(), "-mode", b.spec.Mode.String(),
 		"-size", fmt.Sprint(b.spec.Workload.Write), "-records", filepath.Join(b.dir, "send.jsonl")}
 	name := "bulk-send"
-	if b.spec.Workload.Kind == kindRR {
+	if b.spec.Workload.Kind == scenario.KindRR {
 		argv = []string{b.self, "rr-client", "-to", b.addr(), "-mode", b.spec.Mode.String(), "-records", filepath.Join(b.dir, "send.jsonl")}
 		name = "rr-client"
 	}
@@ -425,7 +399,7 @@ func (b *bulkRun) summarize(in runInput) (report.Run, []records.RunLine, error) 
 	if err := readSendRecords(filepath.Join(b.dir, "send.jsonl"), &d); err != nil {
 		return report.Run{}, nil, fmt.Errorf("experiments: sender records: %w", err)
 	}
-	if b.spec.Workload.Kind == kindRR {
+	if b.spec.Workload.Kind == scenario.KindRR {
 		run, recs := summarizeRR(in, d)
 		return run, recs, nil
 	}
@@ -450,7 +424,7 @@ const inputVersion = 2
 type savedInput struct {
 	Version int
 	ID      string
-	Spec    runSpec
+	Spec    scenario.Run
 	T0Us    int64 // µs since the epoch
 	Final   emu.Stats
 	Samples []emuSample
@@ -528,7 +502,7 @@ func summarizeRaw(raw string) (report.Run, []records.RunLine, error) {
 		return report.Run{}, nil, err
 	}
 	var w workloadRun
-	if in.Spec.Workload.Kind == kindVideo {
+	if in.Spec.Workload.Kind == scenario.KindVideo {
 		w = &videoRun{spec: in.Spec, dir: raw}
 	} else {
 		w = &bulkRun{spec: in.Spec, dir: raw}

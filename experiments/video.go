@@ -18,6 +18,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
+	"replenish/experiments/scenario"
 	"replenish/internal/headless"
 	"replenish/records"
 	"replenish/viewer"
@@ -31,7 +32,7 @@ const statsEvery = time.Second
 // in the sender's, and with --browser headless Chromium on this host showing
 // the viewer's page through a proxy into the namespace.
 type videoRun struct {
-	spec runSpec
+	spec scenario.Run
 	p    *emu.Path
 	dir  string
 	bins binaries
@@ -95,7 +96,7 @@ func waitHTTP(ctx context.Context, c *http.Client, pr *proc, url string, timeout
 
 func (v *videoRun) startSender(ctx context.Context) error {
 	argv := []string{v.bins.Sender, "-to", v.mediaAddr(), "-name", v.spec.Mode.String(), "-mode", v.spec.Mode.String(),
-		"-status=false", "-bitrate", fmtRate(v.spec.videoBitrate()), "-records", filepath.Join(v.dir, "sender.jsonl")}
+		"-status=false", "-bitrate", scenario.FormatRate(v.spec.VideoBitrate()), "-records", filepath.Join(v.dir, "sender.jsonl")}
 	if v.spec.MaxRes != "" {
 		argv = append(argv, "-max-res", v.spec.MaxRes)
 	}

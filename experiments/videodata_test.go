@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"replenish/experiments/scenario"
 	"replenish/rate"
 	"replenish/records"
 )
@@ -97,7 +98,7 @@ func TestJoinFrames(t *testing.T) {
 
 func TestSummarizeVideo(t *testing.T) {
 	in := bulkInput()
-	in.Spec.Workload = workload{Kind: kindVideo}
+	in.Spec.Workload = scenario.Workload{Kind: scenario.KindVideo}
 	in.Spec.Path.Rate = rate.Mbps
 	in.Samples = []emuSample{{At: time.Second, RateBps: 1e6}, {At: 5 * time.Second, RateBps: 1e6, QueueMs: 12}}
 	r, recs := summarizeVideo(in, videoRecords())
@@ -178,7 +179,7 @@ func TestVideoSamples(t *testing.T) {
 
 func TestVideoPendingNote(t *testing.T) {
 	in := bulkInput()
-	in.Spec.Workload = workload{Kind: kindVideo}
+	in.Spec.Workload = scenario.Workload{Kind: scenario.KindVideo}
 	v := videoRecords()
 	// The sender recorded frames 0 to 199 only (the last captured at
 	// 6.6 s, before the window's end); the viewer received them all.
@@ -233,7 +234,7 @@ func TestReadVideoRecords(t *testing.T) {
 
 func TestVideoLowerBounds(t *testing.T) {
 	in := bulkInput()
-	in.Spec.Workload = workload{Kind: kindVideo}
+	in.Spec.Workload = scenario.Workload{Kind: scenario.KindVideo}
 	v := videoRecords()
 	v.Conns[0].EndUs = at(12 * time.Second)
 	// From frame 200 (6.67 s) on, nothing left the host or arrived; from

@@ -1,4 +1,4 @@
-package main
+package scenario
 
 import (
 	"bufio"
@@ -27,31 +27,31 @@ import (
 // maxMatrixLine caps the length of a line of a matrix file.
 const maxMatrixLine = 4096
 
-// readMatrix reads the runs of the matrix file at path, or of every *.txt
+// ReadMatrix reads the runs of the matrix file at path, or of every *.txt
 // file of the directory at path in name order. base supplies the values of
 // flags a line leaves out.
-func readMatrix(path string, base specFlags) ([]runSpec, error) {
+func ReadMatrix(path string, base Flags) ([]Run, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --matrix: %v", errSpec, err)
+		return nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
 	}
 	files := []string{path}
 	if fi.IsDir() {
 		if files, err = filepath.Glob(filepath.Join(path, "*.txt")); err != nil {
-			return nil, fmt.Errorf("%w: --matrix: %v", errSpec, err)
+			return nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
 		}
 		slices.Sort(files)
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%w: --matrix: no *.txt files in %s", errSpec, path)
+			return nil, fmt.Errorf("%w: --matrix: no *.txt files in %s", ErrSpec, path)
 		}
 	}
-	var out []runSpec
+	var out []Run
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --matrix: %v", errSpec, err)
+			return nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
 		}
-		specs, err := parseMatrix(f, base)
+		specs, err := ParseMatrix(f, base)
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -59,16 +59,16 @@ func readMatrix(path string, base specFlags) ([]runSpec, error) {
 		out = append(out, specs...)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: --matrix %s describes no runs", errSpec, path)
+		return nil, fmt.Errorf("%w: --matrix %s describes no runs", ErrSpec, path)
 	}
 	return out, nil
 }
 
-// parseMatrix reads the lines of one matrix file.
-func parseMatrix(r io.Reader, base specFlags) ([]runSpec, error) {
+// ParseMatrix reads the lines of one matrix file.
+func ParseMatrix(r io.Reader, base Flags) ([]Run, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1024), maxMatrixLine)
-	var out []runSpec
+	var out []Run
 	for n := 1; sc.Scan(); n++ {
 		words, err := splitWords(sc.Text())
 		if err != nil {
@@ -80,21 +80,21 @@ func parseMatrix(r io.Reader, base specFlags) ([]runSpec, error) {
 		f := base
 		fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		f.register(fs)
+		f.Register(fs)
 		if err := fs.Parse(words); err != nil {
-			return nil, fmt.Errorf("line %d: %w: %v", n, errSpec, err)
+			return nil, fmt.Errorf("line %d: %w: %v", n, ErrSpec, err)
 		}
 		if fs.NArg() > 0 {
-			return nil, fmt.Errorf("line %d: %w: unexpected words %q", n, errSpec, fs.Args())
+			return nil, fmt.Errorf("line %d: %w: unexpected words %q", n, ErrSpec, fs.Args())
 		}
-		specs, err := f.specs()
+		specs, err := f.Runs()
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		out = append(out, specs...)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: reading matrix: %v", errSpec, err)
+		return nil, fmt.Errorf("%w: reading matrix: %v", ErrSpec, err)
 	}
 	return out, nil
 }
@@ -129,7 +129,7 @@ func splitWords(line string) ([]string, error) {
 		}
 	}
 	if quoted {
-		return nil, fmt.Errorf("%w: unterminated quote", errSpec)
+		return nil, fmt.Errorf("%w: unterminated quote", ErrSpec)
 	}
 	if inWord {
 		words = append(words, cur.String())

@@ -1,4 +1,4 @@
-package main
+package scenario
 
 import (
 	"errors"
@@ -46,12 +46,12 @@ func TestSplitWords(t *testing.T) {
 }
 
 func TestParseMatrix(t *testing.T) {
-	base := defaultSpecFlags()
+	base := Defaults()
 	base.Duration = 7 * time.Second // as from the command line
 	tests := []struct {
 		name    string
 		text    string
-		check   func(t *testing.T, specs []runSpec)
+		check   func(t *testing.T, specs []Run)
 		wantErr string
 	}{
 		{name: "lines and defaults", text: `
@@ -59,14 +59,14 @@ func TestParseMatrix(t *testing.T) {
 --rate 100kbit --workload bulk=512 --modes default,replenish=15ms
 
 --rate 86mbit --duration 40s --modes lowat=165000 --scenario "fast path"
-`, check: func(t *testing.T, specs []runSpec) {
+`, check: func(t *testing.T, specs []Run) {
 			if len(specs) != 3 {
 				t.Fatalf("%d specs, want 3", len(specs))
 			}
 			if s := specs[0]; s.Path.Rate != 100*rate.Kbps || s.Workload.Write != 512 || s.Mode.String() != "default" || s.Duration != 7*time.Second {
 				t.Errorf("first %+v", s)
 			}
-			if s := specs[1]; s.Mode.String() != "replenish=15ms" || s.Path.RTT != defaultRTT {
+			if s := specs[1]; s.Mode.String() != "replenish=15ms" || s.Path.RTT != Defaults().RTT {
 				t.Errorf("second %+v", s)
 			}
 			if s := specs[2]; s.Path.Rate != 86*rate.Mbps || s.Duration != 40*time.Second || s.Scenario != "fast path" || s.Workload.Write != 65536 {
@@ -81,10 +81,10 @@ func TestParseMatrix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			specs, err := parseMatrix(strings.NewReader(tt.text), base)
+			specs, err := ParseMatrix(strings.NewReader(tt.text), base)
 			if tt.wantErr != "" {
-				if !errors.Is(err, errSpec) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want an errSpec error mentioning %q", err, tt.wantErr)
+				if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want an ErrSpec error mentioning %q", err, tt.wantErr)
 				}
 				return
 			}
@@ -106,7 +106,7 @@ func TestReadMatrixDirectory(t *testing.T) {
 	write("b.txt", "--modes lowat=15000\n")
 	write("a.txt", "--modes default\n")
 	write("notes.md", "--modes nonsense\n") // not a matrix file
-	specs, err := readMatrix(dir, defaultSpecFlags())
+	specs, err := ReadMatrix(dir, Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,15 +117,15 @@ func TestReadMatrixDirectory(t *testing.T) {
 	if want := []string{"default", "lowat=15000"}; !reflect.DeepEqual(modes, want) {
 		t.Errorf("modes %q, want %q (files in name order, *.txt only)", modes, want)
 	}
-	if _, err := readMatrix(filepath.Join(dir, "missing.txt"), defaultSpecFlags()); !errors.Is(err, errSpec) {
+	if _, err := ReadMatrix(filepath.Join(dir, "missing.txt"), Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("missing file: %v", err)
 	}
 	empty := t.TempDir()
-	if _, err := readMatrix(empty, defaultSpecFlags()); !errors.Is(err, errSpec) {
+	if _, err := ReadMatrix(empty, Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("empty directory: %v", err)
 	}
 	write("c.txt", "# nothing\n")
-	if _, err := readMatrix(filepath.Join(dir, "c.txt"), defaultSpecFlags()); !errors.Is(err, errSpec) {
+	if _, err := ReadMatrix(filepath.Join(dir, "c.txt"), Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("file without runs: %v", err)
 	}
 }
@@ -133,11 +133,11 @@ func TestReadMatrixDirectory(t *testing.T) {
 // TestScenarioFiles checks that the published scenario set parses and
 // covers what it claims.
 func TestScenarioFiles(t *testing.T) {
-	specs, err := readMatrix("scenarios", defaultSpecFlags())
+	specs, err := ReadMatrix("../scenarios", Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := uniqueIDs(specs)
+	ids := UniqueIDs(specs)
 	seen := map[string]bool{}
 	for i, id := range ids {
 		if strings.HasSuffix(id, "-2") {
@@ -159,10 +159,10 @@ func TestScenarioFiles(t *testing.T) {
 	}
 	for _, s := range specs {
 		if s.Duration < 30*time.Second || s.Duration > 45*time.Second {
-			t.Errorf("%s measures %v, want the seed's 35-45 s (or at least 30 s)", s.id(), s.Duration)
+			t.Errorf("%s measures %v, want the seed's 35-45 s (or at least 30 s)", s.ID(), s.Duration)
 		}
 		if s.Path.Queue != 200*time.Millisecond {
-			t.Errorf("%s has a %v queue, want 200 ms", s.id(), s.Path.Queue)
+			t.Errorf("%s has a %v queue, want 200 ms", s.ID(), s.Path.Queue)
 		}
 	}
 }

@@ -1,7 +1,8 @@
-package main
+package scenario
 
 import (
 	"errors"
+	"flag"
 	"io"
 	"math"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"replenish/experiments/emu"
 	"replenish/transport"
 
 	"replenish/rate"
@@ -17,16 +19,16 @@ import (
 func TestParseWorkload(t *testing.T) {
 	tests := []struct {
 		name, in string
-		want     workload
+		want     Workload
 		str      string
 		wantErr  bool
 	}{
-		{name: "video", in: "video", want: workload{Kind: kindVideo}, str: "video"},
-		{name: "bulk default size", in: "bulk", want: workload{Kind: kindBulk, Write: 65536}, str: "bulk=65536"},
-		{name: "bulk bytes", in: "bulk=512", want: workload{Kind: kindBulk, Write: 512}, str: "bulk=512"},
-		{name: "bulk KiB", in: "bulk=4KiB", want: workload{Kind: kindBulk, Write: 4096}, str: "bulk=4096"},
-		{name: "bulk decimal k", in: "bulk=15k", want: workload{Kind: kindBulk, Write: 15000}, str: "bulk=15000"},
-		{name: "rr", in: "rr", want: workload{Kind: kindRR}, str: "rr=16+32"},
+		{name: "video", in: "video", want: Workload{Kind: KindVideo}, str: "video"},
+		{name: "bulk default size", in: "bulk", want: Workload{Kind: KindBulk, Write: 65536}, str: "bulk=65536"},
+		{name: "bulk bytes", in: "bulk=512", want: Workload{Kind: KindBulk, Write: 512}, str: "bulk=512"},
+		{name: "bulk KiB", in: "bulk=4KiB", want: Workload{Kind: KindBulk, Write: 4096}, str: "bulk=4096"},
+		{name: "bulk decimal k", in: "bulk=15k", want: Workload{Kind: KindBulk, Write: 15000}, str: "bulk=15000"},
+		{name: "rr", in: "rr", want: Workload{Kind: KindRR}, str: "rr=16+32"},
 		{name: "video with size", in: "video=5", wantErr: true},
 		{name: "bulk zero", in: "bulk=0", wantErr: true},
 		{name: "bulk too large", in: "bulk=100MiB", wantErr: true},
@@ -36,15 +38,15 @@ func TestParseWorkload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseWorkload(tt.in)
+			got, err := ParseWorkload(tt.in)
 			if tt.wantErr {
-				if !errors.Is(err, errSpec) {
-					t.Fatalf("parseWorkload(%q) = %v, %v; want an errSpec error", tt.in, got, err)
+				if !errors.Is(err, ErrSpec) {
+					t.Fatalf("ParseWorkload(%q) = %v, %v; want an ErrSpec error", tt.in, got, err)
 				}
 				return
 			}
 			if err != nil || got != tt.want || got.String() != tt.str {
-				t.Fatalf("parseWorkload(%q) = %+v (%q), %v; want %+v (%q)", tt.in, got, got.String(), err, tt.want, tt.str)
+				t.Fatalf("ParseWorkload(%q) = %+v (%q), %v; want %+v (%q)", tt.in, got, got.String(), err, tt.want, tt.str)
 			}
 		})
 	}
@@ -68,10 +70,10 @@ func TestParseModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseModes(tt.in)
+			got, err := ParseModes(tt.in)
 			if tt.wantErr {
-				if !errors.Is(err, errSpec) {
-					t.Fatalf("parseModes(%q) = %v, %v; want an errSpec error", tt.in, got, err)
+				if !errors.Is(err, ErrSpec) {
+					t.Fatalf("ParseModes(%q) = %v, %v; want an ErrSpec error", tt.in, got, err)
 				}
 				return
 			}
@@ -80,7 +82,7 @@ func TestParseModes(t *testing.T) {
 				strs = append(strs, m.String())
 			}
 			if err != nil || !reflect.DeepEqual(strs, tt.want) {
-				t.Fatalf("parseModes(%q) = %q, %v; want %q", tt.in, strs, err, tt.want)
+				t.Fatalf("ParseModes(%q) = %q, %v; want %q", tt.in, strs, err, tt.want)
 			}
 		})
 	}
@@ -89,16 +91,16 @@ func TestParseModes(t *testing.T) {
 func TestParseSchedule(t *testing.T) {
 	tests := []struct {
 		name, in string
-		want     []step
+		want     []Step
 		wantErr  bool
 	}{
 		{name: "empty", in: ""},
-		{name: "rate", in: "20s=500kbit", want: []step{{At: 20 * time.Second, Rate: 500 * rate.Kbps}}},
-		{name: "rate and rtt", in: "20s=500kbit/200ms, 30s=2mbit", want: []step{
+		{name: "rate", in: "20s=500kbit", want: []Step{{At: 20 * time.Second, Rate: 500 * rate.Kbps}}},
+		{name: "rate and rtt", in: "20s=500kbit/200ms, 30s=2mbit", want: []Step{
 			{At: 20 * time.Second, Rate: 500 * rate.Kbps, RTT: 200 * time.Millisecond},
 			{At: 30 * time.Second, Rate: 2 * rate.Mbps},
 		}},
-		{name: "rtt only", in: "5s=/80ms", want: []step{{At: 5 * time.Second, RTT: 80 * time.Millisecond}}},
+		{name: "rtt only", in: "5s=/80ms", want: []Step{{At: 5 * time.Second, RTT: 80 * time.Millisecond}}},
 		{name: "no equals", in: "20s", wantErr: true},
 		{name: "bad time", in: "soon=1mbit", wantErr: true},
 		{name: "negative time", in: "-1s=1mbit", wantErr: true},
@@ -109,20 +111,20 @@ func TestParseSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseSchedule(tt.in)
+			got, err := ParseSchedule(tt.in)
 			if tt.wantErr {
-				if !errors.Is(err, errSpec) {
-					t.Fatalf("parseSchedule(%q) = %v, %v; want an errSpec error", tt.in, got, err)
+				if !errors.Is(err, ErrSpec) {
+					t.Fatalf("ParseSchedule(%q) = %v, %v; want an ErrSpec error", tt.in, got, err)
 				}
 				return
 			}
 			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("parseSchedule(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+				t.Fatalf("ParseSchedule(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 			}
 			if len(got) > 0 {
-				again, err := parseSchedule(fmtSchedule(got))
+				again, err := ParseSchedule(FormatSchedule(got))
 				if err != nil || !reflect.DeepEqual(again, got) {
-					t.Errorf("fmtSchedule(%+v) = %q reads back as %+v, %v", got, fmtSchedule(got), again, err)
+					t.Errorf("FormatSchedule(%+v) = %q reads back as %+v, %v", got, FormatSchedule(got), again, err)
 				}
 			}
 		})
@@ -143,18 +145,18 @@ func TestQueueBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := queueBytes(tt.rate, tt.q); got != tt.want {
-				t.Errorf("queueBytes(%v, %v) = %d, want %d", tt.rate, tt.q, got, tt.want)
+			if got := QueueBytes(tt.rate, tt.q); got != tt.want {
+				t.Errorf("QueueBytes(%v, %v) = %d, want %d", tt.rate, tt.q, got, tt.want)
 			}
 		})
 	}
 }
 
 func TestEmuConfig(t *testing.T) {
-	p := pathSpec{Rate: 2 * rate.Mbps, RTT: 171 * time.Millisecond, Queue: 200 * time.Millisecond, Loss: 0.01, CC: "bbr"}
-	c := p.emuConfig()
+	p := Path{Rate: 2 * rate.Mbps, RTT: 171 * time.Millisecond, Queue: 200 * time.Millisecond, Loss: 0.01, CC: "bbr"}
+	c := p.EmuConfig()
 	if c.Forward.Rate != 2*rate.Mbps || c.Forward.QueueBytes != 50000 || c.Forward.Loss != 0.01 || c.Reverse.Rate != 0 || c.Reverse.Loss != 0 {
-		t.Errorf("emuConfig = %+v", c)
+		t.Errorf("EmuConfig = %+v", c)
 	}
 	if got := c.Forward.Delay + c.Reverse.Delay; got != p.RTT {
 		t.Errorf("one-way delays add up to %v, want the RTT %v", got, p.RTT)
@@ -165,7 +167,7 @@ func TestEmuConfig(t *testing.T) {
 }
 
 func TestMeanRate(t *testing.T) {
-	p := pathSpec{Rate: 2 * rate.Mbps, Schedule: []step{
+	p := Path{Rate: 2 * rate.Mbps, Schedule: []Step{
 		{At: 10 * time.Second, Rate: 1 * rate.Mbps},
 		{At: 15 * time.Second, RTT: time.Second}, // RTT only: the rate stays
 		{At: 20 * time.Second, Rate: 4 * rate.Mbps},
@@ -188,46 +190,46 @@ func TestMeanRate(t *testing.T) {
 			if tt.name == "no schedule" {
 				q.Schedule = nil
 			}
-			if got := q.meanRate(tt.from, tt.to); math.Abs(got-tt.want) > 1e-6*tt.want {
-				t.Errorf("meanRate(%v, %v) = %.0f, want %.0f", tt.from, tt.to, got, tt.want)
+			if got := q.MeanRate(tt.from, tt.to); math.Abs(got-tt.want) > 1e-6*tt.want {
+				t.Errorf("MeanRate(%v, %v) = %.0f, want %.0f", tt.from, tt.to, got, tt.want)
 			}
 		})
 	}
 }
 
 func TestRunIDAndScenario(t *testing.T) {
-	base := runSpec{
-		Path:     pathSpec{Rate: 2 * rate.Mbps, RTT: 172 * time.Millisecond, Queue: defaultQueue, CC: defaultCC, Sndbuf: defaultSndbufBytes},
+	base := Run{
+		Path:     Path{Rate: 2 * rate.Mbps, RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: defaultSndbuf},
 		Mode:     mustMode("replenish=15ms"),
-		Workload: workload{Kind: kindBulk, Write: 65536},
+		Workload: Workload{Kind: KindBulk, Write: 65536},
 	}
 	tests := []struct {
 		name         string
-		change       func(*runSpec)
+		change       func(*Run)
 		id, scenario string
 	}{
-		{name: "defaults", change: func(*runSpec) {},
+		{name: "defaults", change: func(*Run) {},
 			id: "2mbit-172ms-bulk64KiB-replenish=15ms", scenario: "bulk 64 KiB writes, 2.00 Mb/s, 172 ms RTT, 200 ms queue"},
-		{name: "small writes at 100 kb/s with Nagle", change: func(s *runSpec) {
+		{name: "small writes at 100 kb/s with Nagle", change: func(s *Run) {
 			s.Path.Rate, s.Workload.Write, s.Mode = 100*rate.Kbps, 512, mustMode("lowat=187+nagle")
 		}, id: "100kbit-172ms-bulk512B-lowat=187+nagle", scenario: "bulk 512 B writes, 100 kb/s, 172 ms RTT, 200 ms queue"},
-		{name: "everything else", change: func(s *runSpec) {
+		{name: "everything else", change: func(s *Run) {
 			s.Path.Queue, s.Path.Loss, s.Path.CC, s.Path.Sndbuf, s.Path.MTU = 50*time.Millisecond, 0.01, "bbr", 0, 1280
-			s.Path.Schedule = []step{{At: time.Second, Rate: rate.Mbps}}
-			s.Workload, s.Browser, s.Bitrate = workload{Kind: kindVideo}, true, 500*rate.Kbps
+			s.Path.Schedule = []Step{{At: time.Second, Rate: rate.Mbps}}
+			s.Workload, s.Browser, s.Bitrate = Workload{Kind: KindVideo}, true, 500*rate.Kbps
 		}, id: "2mbit-172ms-video-replenish=15ms-q50ms-loss0.01-bbr-sndbuf0-mtu1280-sched1-br500kbit-browser",
 			scenario: "video, 2.00 Mb/s, 172 ms RTT, 50 ms queue, 1% loss, MTU 1280, bbr, Linux's initial send buffer, schedule 1s=1mbit, sender bitrate 500 kb/s, browser"},
-		{name: "given scenario", change: func(s *runSpec) { s.Scenario = "Nagle trap" },
+		{name: "given scenario", change: func(s *Run) { s.Scenario = "Nagle trap" },
 			id: "2mbit-172ms-bulk64KiB-replenish=15ms", scenario: "Nagle trap"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := base
 			tt.change(&s)
-			if got := s.id(); got != tt.id {
+			if got := s.ID(); got != tt.id {
 				t.Errorf("id = %q, want %q", got, tt.id)
 			}
-			if got := s.scenario(); got != tt.scenario {
+			if got := s.Title(); got != tt.scenario {
 				t.Errorf("scenario = %q, want %q", got, tt.scenario)
 			}
 		})
@@ -238,42 +240,44 @@ func TestRunIDAndScenario(t *testing.T) {
 }
 
 func TestUniqueIDs(t *testing.T) {
-	s := runSpec{Path: pathSpec{Rate: rate.Mbps, Sndbuf: defaultSndbufBytes, Queue: defaultQueue, CC: defaultCC}, Mode: mustMode("default"), Workload: workload{Kind: kindRR}}
+	s := Run{Path: Path{Rate: rate.Mbps, Sndbuf: defaultSndbuf, Queue: 200 * time.Millisecond, CC: "cubic"}, Mode: mustMode("default"), Workload: Workload{Kind: KindRR}}
 	other := s
 	other.Mode = mustMode("default+nagle")
-	got := uniqueIDs([]runSpec{s, other, s, s})
+	got := UniqueIDs([]Run{s, other, s, s})
 	want := []string{"1mbit-0ms-rr-default", "1mbit-0ms-rr-default+nagle", "1mbit-0ms-rr-default-2", "1mbit-0ms-rr-default-3"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("uniqueIDs = %q, want %q", got, want)
 	}
 }
 
-func TestSpecFlags(t *testing.T) {
+// TestFlags parses the flags of runs as the run command and a matrix line
+// do, and checks what they describe.
+func TestFlags(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
-		check   func(t *testing.T, specs []runSpec)
+		check   func(t *testing.T, specs []Run)
 		wantErr string
 	}{
-		{name: "defaults", check: func(t *testing.T, specs []runSpec) {
+		{name: "defaults", check: func(t *testing.T, specs []Run) {
 			if len(specs) != 2 || specs[0].Mode.String() != "default" || specs[1].Mode.String() != "replenish=15ms" {
 				t.Fatalf("specs %+v", specs)
 			}
 			s := specs[0]
-			if s.Path.Rate != 2*rate.Mbps || s.Path.RTT != defaultRTT || s.Path.Queue != defaultQueue || s.Path.Sndbuf != 8<<20 ||
-				s.Workload.Write != 65536 || s.Warmup != defaultWarmup || s.Duration != defaultDuration || s.Drain != defaultDrain {
+			if s.Path.Rate != 2*rate.Mbps || s.Path.RTT != Defaults().RTT || s.Path.Queue != 200*time.Millisecond || s.Path.Sndbuf != 8<<20 ||
+				s.Workload.Write != 65536 || s.Warmup != 5*time.Second || s.Duration != 40*time.Second || s.Drain != 30*time.Second {
 				t.Errorf("spec %+v", s)
 			}
 		}},
 		{name: "all flags", args: []string{"--rate", "86mbit", "--rtt", "40ms", "--queue", "100ms", "--loss", "0.001",
 			"--schedule", "10s=10mbit", "--modes", "lowat=15000", "--workload", "video", "--duration", "10s", "--warmup", "1s",
 			"--cc", "bbr", "--sndbuf", "0", "--mtu", "1280", "--drain", "0s", "--browser", "--max-res", "640x360", "--bitrate", "1500kbit", "--scenario", "x"},
-			check: func(t *testing.T, specs []runSpec) {
+			check: func(t *testing.T, specs []Run) {
 				s := specs[0]
-				want := runSpec{
-					Path: pathSpec{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001,
-						Schedule: []step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
-					Mode: mustMode("lowat=15000"), Workload: workload{Kind: kindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
+				want := Run{
+					Path: Path{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001,
+						Schedule: []Step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
+					Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
 					Browser: true, MaxRes: "640x360", Bitrate: 1500 * rate.Kbps, Scenario: "x",
 				}
 				if len(specs) != 1 || !reflect.DeepEqual(s, want) {
@@ -295,14 +299,16 @@ func TestSpecFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parseRunFlags(tt.args, io.Discard)
-			if err != nil {
-				t.Fatalf("parseRunFlags: %v", err)
+			f := Defaults()
+			fs := flag.NewFlagSet("run", flag.ContinueOnError)
+			f.Register(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatalf("parsing: %v", err)
 			}
-			specs, err := o.specsOf(readMatrix)
+			specs, err := f.Runs()
 			if tt.wantErr != "" {
-				if !errors.Is(err, errSpec) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want an errSpec error mentioning %q", err, tt.wantErr)
+				if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want an ErrSpec error mentioning %q", err, tt.wantErr)
 				}
 				return
 			}
@@ -314,22 +320,48 @@ func TestSpecFlags(t *testing.T) {
 	}
 }
 
-func TestRunFlagsQuick(t *testing.T) {
-	o, err := parseRunFlags([]string{"--quick", "--warmup", "1s", "--duration", "60s"}, io.Discard)
-	if err != nil {
+func TestModesFlag(t *testing.T) {
+	f := Defaults()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.Register(fs)
+	if got := fs.Lookup("modes").DefValue; got != "default,replenish=15ms" {
+		t.Errorf("default modes print as %q", got)
+	}
+	if err := fs.Parse([]string{"--modes", "lowat=15000,replenish=20ms+nagle"}); err != nil {
 		t.Fatal(err)
 	}
-	specs, err := o.specsOf(readMatrix)
-	if err != nil {
-		t.Fatal(err)
+	if got := f.Modes.String(); got != "lowat=15000,replenish=20ms+nagle" {
+		t.Errorf("modes %q", got)
 	}
-	if s := specs[0]; s.Warmup != time.Second || s.Duration != quickDuration {
-		t.Errorf("--quick: warm-up %v, duration %v; want 1s (already shorter) and %v", s.Warmup, s.Duration, quickDuration)
+	if err := fs.Parse([]string{"--modes", "sometimes"}); err == nil || !strings.Contains(err.Error(), `mode "sometimes"`) {
+		t.Errorf("a bad mode: %v", err)
 	}
-	for _, args := range [][]string{{"--parallel", "0"}, {"extra"}} {
-		if _, err := parseRunFlags(args, io.Discard); err == nil {
-			t.Errorf("parseRunFlags(%q) succeeded", args)
-		}
+	if DefaultModes[1] != transport.DefaultMode || Defaults().Modes.String() != "default,replenish=15ms" {
+		t.Errorf("defaults changed: %v", DefaultModes)
+	}
+}
+
+func TestQuick(t *testing.T) {
+	runs := []Run{{Warmup: time.Second, Duration: time.Minute}, {Warmup: time.Minute, Duration: time.Second}}
+	Quick(runs)
+	if runs[0].Warmup != time.Second || runs[0].Duration != QuickDuration || runs[1].Warmup != QuickWarmup || runs[1].Duration != time.Second {
+		t.Errorf("quick runs %+v", runs)
+	}
+}
+
+func TestEmuSchedule(t *testing.T) {
+	p := Path{Rate: rate.Mbps, RTT: 40 * time.Millisecond, Schedule: []Step{
+		{At: time.Second, Rate: 2 * rate.Mbps},
+		{At: 2 * time.Second, RTT: 101 * time.Nanosecond},
+		{At: 3 * time.Second, Rate: 3 * rate.Mbps, RTT: 20 * time.Millisecond},
+	}}
+	fwd, rev := p.EmuSchedule()
+	wantFwd := []emu.Step{{At: time.Second, Rate: 2 * rate.Mbps}, {At: 2 * time.Second, Delay: 50 * time.Nanosecond},
+		{At: 3 * time.Second, Rate: 3 * rate.Mbps, Delay: 10 * time.Millisecond}}
+	wantRev := []emu.Step{{At: 2 * time.Second, Delay: 51 * time.Nanosecond}, {At: 3 * time.Second, Delay: 10 * time.Millisecond}}
+	if !reflect.DeepEqual(fwd, wantFwd) || !reflect.DeepEqual(rev, wantRev) {
+		t.Errorf("EmuSchedule = %+v, %+v; want %+v, %+v", fwd, rev, wantFwd, wantRev)
 	}
 }
 
@@ -346,8 +378,8 @@ func TestVideoBitrate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := runSpec{Path: pathSpec{Rate: tt.path}, Bitrate: tt.give}
-			if got := s.videoBitrate(); got != tt.want {
+			s := Run{Path: Path{Rate: tt.path}, Bitrate: tt.give}
+			if got := s.VideoBitrate(); got != tt.want {
 				t.Errorf("videoBitrate = %v, want %v", got, tt.want)
 			}
 		})

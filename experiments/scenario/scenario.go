@@ -1,4 +1,11 @@
-package main
+// Package scenario is the language the experiments describe their runs in:
+// the flags of the run command and the lines of a matrix file, which give
+// a path (rate, RTT, queue, loss, a schedule of steps), a workload (bulk,
+// request/response or video), the send-buffer modes to compare and the
+// run's timing; and what they describe, one Run per mode, with its ID and
+// the title of the table it belongs to. Everything here is pure: parsing,
+// checking and formatting.
+package scenario
 
 import (
 	"errors"
@@ -12,97 +19,97 @@ import (
 	"replenish/transport"
 )
 
-// errSpec is wrapped by every error about a run's description: its flags, a
+// ErrSpec is wrapped by every error about a run's description: its flags, a
 // line of a matrix file, a mode, a workload or a schedule.
-var errSpec = errors.New("experiments: invalid run")
+var ErrSpec = errors.New("experiments: invalid run")
 
 // Workload kinds.
 const (
-	kindBulk  = "bulk"  // a saturating sender of fixed-size writes, with a sink
-	kindVideo = "video" // cmd/sender and cmd/viewer
-	kindRR    = "rr"    // requests of two small writes, each answered
+	KindBulk  = "bulk"  // a saturating sender of fixed-size writes, with a sink
+	KindVideo = "video" // cmd/sender and cmd/viewer
+	KindRR    = "rr"    // requests of two small writes, each answered
 )
 
 // Sizes of the request/response workload (seeds/002): a header and a body
 // written separately, answered once both have arrived.
 const (
-	rrHeader = 16
-	rrBody   = 32
+	RRHeader = 16
+	RRBody   = 32
 )
 
-// defaultBulkWrite is the size of a bulk write when the workload gives none.
-const defaultBulkWrite = 64 << 10
+// DefaultBulkWrite is the size of a bulk write when the workload gives none.
+const DefaultBulkWrite = 64 << 10
 
-// maxBulkWrite caps a bulk write.
-const maxBulkWrite = 64 << 20
+// MaxBulkWrite caps a bulk write.
+const MaxBulkWrite = 64 << 20
 
-// workload is what a run sends.
-type workload struct {
-	Kind  string // kindBulk, kindVideo or kindRR
+// Workload is what a run sends.
+type Workload struct {
+	Kind  string // KindBulk, KindVideo or KindRR
 	Write int    // bytes per write, bulk only
 }
 
-// parseWorkload reads "video", "rr", "bulk" (64 KiB writes) or "bulk=SIZE",
+// ParseWorkload reads "video", "rr", "bulk" (64 KiB writes) or "bulk=SIZE",
 // where SIZE is a byte count such as 512, 4096, 4KiB or 64KiB.
-func parseWorkload(s string) (workload, error) {
+func ParseWorkload(s string) (Workload, error) {
 	name, arg, hasArg := strings.Cut(strings.TrimSpace(s), "=")
 	switch name {
-	case kindVideo, kindRR:
+	case KindVideo, KindRR:
 		if hasArg {
-			return workload{}, fmt.Errorf("%w: workload %s takes no size", errSpec, name)
+			return Workload{}, fmt.Errorf("%w: workload %s takes no size", ErrSpec, name)
 		}
-		return workload{Kind: name}, nil
-	case kindBulk:
-		w := workload{Kind: kindBulk, Write: defaultBulkWrite}
+		return Workload{Kind: name}, nil
+	case KindBulk:
+		w := Workload{Kind: KindBulk, Write: DefaultBulkWrite}
 		if hasArg {
-			n, err := parseSize(arg)
+			n, err := ParseSize(arg)
 			if err != nil {
-				return workload{}, fmt.Errorf("%w: workload %q: %v", errSpec, s, err)
+				return Workload{}, fmt.Errorf("%w: workload %q: %v", ErrSpec, s, err)
 			}
-			if n < 1 || n > maxBulkWrite {
-				return workload{}, fmt.Errorf("%w: workload %q: write size out of range (1 B to 64 MiB)", errSpec, s)
+			if n < 1 || n > MaxBulkWrite {
+				return Workload{}, fmt.Errorf("%w: workload %q: write size out of range (1 B to 64 MiB)", ErrSpec, s)
 			}
 			w.Write = n
 		}
 		return w, nil
 	}
-	return workload{}, fmt.Errorf("%w: workload %q (want video, rr, bulk or bulk=BYTES)", errSpec, s)
+	return Workload{}, fmt.Errorf("%w: workload %q (want video, rr, bulk or bulk=BYTES)", ErrSpec, s)
 }
 
 // String returns the workload as run.json records it: "video", "bulk=65536"
 // or "rr=16+32".
-func (w workload) String() string {
+func (w Workload) String() string {
 	switch w.Kind {
-	case kindBulk:
+	case KindBulk:
 		return "bulk=" + strconv.Itoa(w.Write)
-	case kindRR:
-		return fmt.Sprintf("rr=%d+%d", rrHeader, rrBody)
+	case KindRR:
+		return fmt.Sprintf("rr=%d+%d", RRHeader, RRBody)
 	}
 	return w.Kind
 }
 
 // short returns a compact name for run IDs: "video", "bulk64KiB", "rr".
-func (w workload) short() string {
-	if w.Kind == kindBulk {
-		return "bulk" + strings.ReplaceAll(fmtSize(w.Write), " ", "")
+func (w Workload) short() string {
+	if w.Kind == KindBulk {
+		return "bulk" + strings.ReplaceAll(FormatSize(w.Write), " ", "")
 	}
 	return w.Kind
 }
 
 // describe returns the workload for a scenario title.
-func (w workload) describe() string {
+func (w Workload) describe() string {
 	switch w.Kind {
-	case kindBulk:
-		return "bulk " + fmtSize(w.Write) + " writes"
-	case kindRR:
-		return fmt.Sprintf("requests of %d B + %d B writes", rrHeader, rrBody)
+	case KindBulk:
+		return "bulk " + FormatSize(w.Write) + " writes"
+	case KindRR:
+		return fmt.Sprintf("requests of %d B + %d B writes", RRHeader, RRBody)
 	}
 	return "video"
 }
 
-// parseSize reads a byte count: "512", "4096", "4KiB", "64KiB", "1MiB",
-// "15000", "15kB" (decimal) or "165k".
-func parseSize(s string) (int, error) {
+// ParseSize reads a byte count: "512", "4096", "4KiB", "64KiB", "1MiB",
+// "15000", "15kB" (decimal) or "165k", up to 256 MiB.
+func ParseSize(s string) (int, error) {
 	t := strings.TrimSpace(s)
 	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
 	num, unit := t, ""
@@ -127,15 +134,15 @@ func parseSize(s string) (int, error) {
 	default:
 		return 0, fmt.Errorf("%q: unknown unit %q", s, unit)
 	}
-	if n > maxBulkWrite*4/mult {
+	if n > MaxBulkWrite*4/mult {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return n * mult, nil
 }
 
-// fmtSize formats a byte count as "512 B", "4 KiB" or "64 KiB" when it is a
+// FormatSize formats a byte count as "512 B", "4 KiB" or "64 KiB" when it is a
 // whole number of KiB or MiB, and in bytes otherwise.
-func fmtSize(n int) string {
+func FormatSize(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
@@ -145,9 +152,10 @@ func fmtSize(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// parseModes reads a comma-separated list of modes, each as
-// transport.ParseMode reads it. Two that print the same are an error.
-func parseModes(s string) ([]transport.Mode, error) {
+// ParseModes reads a comma-separated list of modes, each as
+// transport.ParseMode reads it; TCP's, since the runs are over TCP. Two that
+// print the same are an error.
+func ParseModes(s string) ([]transport.Mode, error) {
 	var out []transport.Mode
 	seen := map[string]bool{}
 	for _, f := range strings.Split(s, ",") {
@@ -157,37 +165,37 @@ func parseModes(s string) ([]transport.Mode, error) {
 		}
 		m, err := transport.ParseMode(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: mode %q: %v", errSpec, f, err)
+			return nil, fmt.Errorf("%w: mode %q: %v", ErrSpec, f, err)
 		}
 		if m.Policy == transport.Expire {
-			return nil, fmt.Errorf("%w: mode %q: expire is a QUIC mode", errSpec, f)
+			return nil, fmt.Errorf("%w: mode %q: expire is a QUIC mode", ErrSpec, f)
 		}
 		if seen[m.String()] {
-			return nil, fmt.Errorf("%w: mode %s given twice", errSpec, m)
+			return nil, fmt.Errorf("%w: mode %s given twice", ErrSpec, m)
 		}
 		seen[m.String()] = true
 		out = append(out, m)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no modes", errSpec)
+		return nil, fmt.Errorf("%w: no modes", ErrSpec)
 	}
 	return out, nil
 }
 
-// step is one change of a rate schedule: at At after the run starts the
+// Step is one change of a path's schedule: at At after the run starts the
 // bottleneck rate becomes Rate (0 keeps it) and the round-trip time RTT (0
 // keeps it).
-type step struct {
+type Step struct {
 	At   time.Duration
 	Rate rate.Bitrate
 	RTT  time.Duration
 }
 
-// parseSchedule reads a comma-separated list of steps "AT=RATE",
+// ParseSchedule reads a comma-separated list of steps "AT=RATE",
 // "AT=RATE/RTT" or "AT=/RTT", as in "20s=500kbit,30s=2mbit/80ms". Steps must
 // be in increasing time order.
-func parseSchedule(s string) ([]step, error) {
-	var out []step
+func ParseSchedule(s string) ([]Step, error) {
+	var out []Step
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -195,37 +203,37 @@ func parseSchedule(s string) ([]step, error) {
 		}
 		at, change, ok := strings.Cut(f, "=")
 		if !ok {
-			return nil, fmt.Errorf("%w: schedule step %q (want AT=RATE, AT=RATE/RTT or AT=/RTT)", errSpec, f)
+			return nil, fmt.Errorf("%w: schedule step %q (want AT=RATE, AT=RATE/RTT or AT=/RTT)", ErrSpec, f)
 		}
-		var st step
+		var st Step
 		var err error
 		if st.At, err = time.ParseDuration(at); err != nil || st.At < 0 {
-			return nil, fmt.Errorf("%w: schedule step %q: time %q", errSpec, f, at)
+			return nil, fmt.Errorf("%w: schedule step %q: time %q", ErrSpec, f, at)
 		}
 		r, d, _ := strings.Cut(change, "/")
 		if r != "" {
 			if st.Rate, err = rate.Parse(r); err != nil {
-				return nil, fmt.Errorf("%w: schedule step %q: %v", errSpec, f, err)
+				return nil, fmt.Errorf("%w: schedule step %q: %v", ErrSpec, f, err)
 			}
 		}
 		if d != "" {
 			if st.RTT, err = time.ParseDuration(d); err != nil || st.RTT <= 0 {
-				return nil, fmt.Errorf("%w: schedule step %q: RTT %q", errSpec, f, d)
+				return nil, fmt.Errorf("%w: schedule step %q: RTT %q", ErrSpec, f, d)
 			}
 		}
 		if st.Rate == 0 && st.RTT == 0 {
-			return nil, fmt.Errorf("%w: schedule step %q changes nothing", errSpec, f)
+			return nil, fmt.Errorf("%w: schedule step %q changes nothing", ErrSpec, f)
 		}
 		if len(out) > 0 && st.At <= out[len(out)-1].At {
-			return nil, fmt.Errorf("%w: schedule step %q is not after the one before", errSpec, f)
+			return nil, fmt.Errorf("%w: schedule step %q is not after the one before", ErrSpec, f)
 		}
 		out = append(out, st)
 	}
 	return out, nil
 }
 
-// fmtSchedule formats steps as parseSchedule reads them.
-func fmtSchedule(steps []step) string {
+// FormatSchedule formats steps as ParseSchedule reads them.
+func FormatSchedule(steps []Step) string {
 	var b strings.Builder
 	for i, st := range steps {
 		if i > 0 {
@@ -233,7 +241,7 @@ func fmtSchedule(steps []step) string {
 		}
 		b.WriteString(st.At.String() + "=")
 		if st.Rate > 0 {
-			b.WriteString(fmtRate(st.Rate))
+			b.WriteString(FormatRate(st.Rate))
 		}
 		if st.RTT > 0 {
 			b.WriteString("/" + st.RTT.String())
@@ -242,9 +250,9 @@ func fmtSchedule(steps []step) string {
 	return b.String()
 }
 
-// fmtRate formats r compactly for IDs and flags: "100kbit", "2mbit",
+// FormatRate formats r compactly for IDs and flags: "100kbit", "2mbit",
 // "86mbit", "1500kbit", "12345bit".
-func fmtRate(r rate.Bitrate) string {
+func FormatRate(r rate.Bitrate) string {
 	switch {
 	case r >= rate.Mbps && r%rate.Mbps == 0:
 		return fmt.Sprintf("%dmbit", r/rate.Mbps)
@@ -254,21 +262,17 @@ func fmtRate(r rate.Bitrate) string {
 	return fmt.Sprintf("%dbit", int64(r))
 }
 
-// defaultSndbufBytes is the default of --sndbuf: the 8 MB send buffer of
-// the published table's unmanaged sender.
-const defaultSndbufBytes = 8 << 20
-
 // minQueuePackets is the fewest full packets the bottleneck queue holds.
 const minQueuePackets = 8
 
-// pathSpec describes the emulated path of a run.
-type pathSpec struct {
+// Path describes the emulated path of a run.
+type Path struct {
 	Rate     rate.Bitrate  // bottleneck rate, forward direction
 	RTT      time.Duration // round-trip propagation delay, split evenly
 	Queue    time.Duration // drop-tail limit as time at Rate
 	Loss     float64       // random loss probability, forward direction
-	Schedule []step
-	CC       string // congestion control in both namespaces
+	Schedule []Step        // in time order
+	CC       string        // congestion control in both namespaces
 	// Sndbuf is the initial send buffer of TCP sockets on the sender side
 	// in bytes (net.ipv4.tcp_wmem's default; autotuning may grow it). 0
 	// keeps the emulator's setting.
@@ -277,40 +281,55 @@ type pathSpec struct {
 	MTU int
 }
 
-// maxSndbuf caps pathSpec.Sndbuf.
+// maxSndbuf caps Path.Sndbuf.
 const maxSndbuf = 1 << 30
 
-// wmem returns the value of net.ipv4.tcp_wmem for the sender's namespace.
-func (p pathSpec) wmem() string {
+// Wmem returns the value of net.ipv4.tcp_wmem for the sender's namespace,
+// which sets the initial send buffer to Sndbuf.
+func (p Path) Wmem() string {
 	return fmt.Sprintf("4096 %d %d", p.Sndbuf, max(p.Sndbuf, 32<<20))
 }
 
-// queueBytes returns the drop-tail limit in bytes for rate r and queue time
+// QueueBytes returns the drop-tail limit in bytes for rate r and queue time
 // q: what r drains in q, never under minQueuePackets full packets.
-func queueBytes(r rate.Bitrate, q time.Duration) int {
+func QueueBytes(r rate.Bitrate, q time.Duration) int {
 	return max(r.Bytes(q), minQueuePackets*emu.MTU)
 }
 
-// emuConfig returns the emulator's configuration for the path: the
-// bottleneck, its queue and the loss in the forward direction, and half the
-// RTT of propagation delay each way. The queue limit is computed from the
-// initial rate and kept when the rate changes. The schedule is not part of
-// it: the runner applies it, timed from the start of the workload.
-func (p pathSpec) emuConfig() emu.Config {
-	fwd := emu.LinkConfig{
-		Rate:       p.Rate,
-		Delay:      p.RTT / 2,
-		QueueBytes: queueBytes(p.Rate, p.Queue),
-		Loss:       p.Loss,
-		Seed:       1,
+// EmuConfig returns the emulator's configuration for the path: the
+// bottleneck, its queue and the loss in the forward direction, and the RTT
+// split between the two directions' delays. The queue limit is computed
+// from the initial rate and kept when the rate changes. The schedule is
+// not part of it: a run starts it at its own time zero (EmuSchedule).
+func (p Path) EmuConfig() emu.Config {
+	fwd, rev := emu.SplitRTT(p.RTT)
+	return emu.Config{
+		Forward: emu.LinkConfig{Rate: p.Rate, Delay: fwd, QueueBytes: QueueBytes(p.Rate, p.Queue), Loss: p.Loss, Seed: 1},
+		Reverse: emu.LinkConfig{Delay: rev},
+		CC:      p.CC,
+		MTU:     p.MTU,
 	}
-	rev := emu.LinkConfig{Delay: p.RTT - p.RTT/2}
-	return emu.Config{Forward: fwd, Reverse: rev, CC: p.CC, MTU: p.MTU}
 }
 
-// meanRate returns the time-weighted mean bottleneck rate over [from, to]
-// (times since the run's start) given the schedule.
-func (p pathSpec) meanRate(from, to time.Duration) float64 {
+// EmuSchedule returns the schedule as the emulator's steps of each
+// direction: a rate change in the forward one, an RTT change split between
+// the two.
+func (p Path) EmuSchedule() (forward, reverse []emu.Step) {
+	for _, st := range p.Schedule {
+		f := emu.Step{At: st.At, Rate: st.Rate}
+		if st.RTT > 0 {
+			var r time.Duration
+			f.Delay, r = emu.SplitRTT(st.RTT)
+			reverse = append(reverse, emu.Step{At: st.At, Delay: r})
+		}
+		forward = append(forward, f)
+	}
+	return forward, reverse
+}
+
+// MeanRate returns the time-weighted mean bottleneck rate over [from, to]
+// (times since the run's start) given the schedule, in bits per second.
+func (p Path) MeanRate(from, to time.Duration) float64 {
 	if to <= from {
 		return float64(p.rateAt(from))
 	}
@@ -332,7 +351,7 @@ func (p pathSpec) meanRate(from, to time.Duration) float64 {
 }
 
 // rateAt returns the bottleneck rate the schedule sets at time t.
-func (p pathSpec) rateAt(t time.Duration) rate.Bitrate {
+func (p Path) rateAt(t time.Duration) rate.Bitrate {
 	r := p.Rate
 	for _, st := range p.Schedule {
 		if st.At <= t && st.Rate > 0 {
@@ -342,11 +361,12 @@ func (p pathSpec) rateAt(t time.Duration) rate.Bitrate {
 	return r
 }
 
-// runSpec describes one run: a workload in one mode on one path.
-type runSpec struct {
-	Path     pathSpec
+// Run describes one run: a workload in one mode on one path. Its JSON form
+// (Go's field names) is kept in a run's raw/input.json.
+type Run struct {
+	Path     Path
 	Mode     transport.Mode
-	Workload workload
+	Workload Workload
 	Warmup   time.Duration
 	Duration time.Duration // the measured window after the warm-up
 	Drain    time.Duration // at most this long after the window for its data to leave
@@ -365,31 +385,33 @@ const (
 	maxVideoBitrate = 100 * rate.Mbps
 )
 
-// videoBitrate returns the video sender's starting target.
-func (s runSpec) videoBitrate() rate.Bitrate {
+// VideoBitrate returns the video sender's starting target: Bitrate, or the
+// bottleneck rate within the sender's limits.
+func (s Run) VideoBitrate() rate.Bitrate {
 	if s.Bitrate > 0 {
 		return s.Bitrate
 	}
 	return min(max(s.Path.Rate, minVideoBitrate), maxVideoBitrate)
 }
 
-// total returns the length of the whole run.
-func (s runSpec) total() time.Duration { return s.Warmup + s.Duration }
+// Total returns the length of the run: its warm-up and its measured window.
+func (s Run) Total() time.Duration { return s.Warmup + s.Duration }
 
-// id returns the run's ID: unique within a set as long as the runs differ,
+// ID returns the run's ID: unique within a set as long as the runs differ,
 // and safe as a file name, as in "2mbit-172ms-bulk64KiB-replenish=15ms".
-func (s runSpec) id() string {
-	parts := []string{fmtRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short(), s.Mode.String()}
-	if s.Path.Queue != defaultQueue {
+func (s Run) ID() string {
+	parts := []string{FormatRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short(), s.Mode.String()}
+	def := Defaults()
+	if s.Path.Queue != def.Queue {
 		parts = append(parts, "q"+fmtDur(s.Path.Queue))
 	}
 	if s.Path.Loss > 0 {
 		parts = append(parts, "loss"+strconv.FormatFloat(s.Path.Loss, 'g', -1, 64))
 	}
-	if s.Path.CC != "" && s.Path.CC != defaultCC {
+	if s.Path.CC != "" && s.Path.CC != def.CC {
 		parts = append(parts, s.Path.CC)
 	}
-	if s.Path.Sndbuf != defaultSndbufBytes {
+	if s.Path.Sndbuf != defaultSndbuf {
 		parts = append(parts, "sndbuf"+strconv.Itoa(s.Path.Sndbuf))
 	}
 	if s.Path.MTU != 0 && s.Path.MTU != emu.MTU {
@@ -399,7 +421,7 @@ func (s runSpec) id() string {
 		parts = append(parts, "sched"+strconv.Itoa(len(s.Path.Schedule)))
 	}
 	if s.Bitrate > 0 {
-		parts = append(parts, "br"+fmtRate(s.Bitrate))
+		parts = append(parts, "br"+FormatRate(s.Bitrate))
 	}
 	if s.Browser {
 		parts = append(parts, "browser")
@@ -421,10 +443,10 @@ func sanitizeID(s string) string {
 	return string(b)
 }
 
-// scenario returns the title of the table the run belongs to: the one the
-// spec gives, or one made of the workload and the path, as in "bulk 64 KiB
-// writes, 2 Mb/s, 172 ms RTT, 200 ms queue".
-func (s runSpec) scenario() string {
+// Title returns the title of the table the run belongs to: its Scenario,
+// or one made of the workload and the path, as in "bulk 64 KiB writes,
+// 2 Mb/s, 172 ms RTT, 200 ms queue".
+func (s Run) Title() string {
 	if s.Scenario != "" {
 		return s.Scenario
 	}
@@ -435,18 +457,18 @@ func (s runSpec) scenario() string {
 	if s.Path.MTU != 0 && s.Path.MTU != emu.MTU {
 		parts = append(parts, fmt.Sprintf("MTU %d", s.Path.MTU))
 	}
-	if s.Path.CC != "" && s.Path.CC != defaultCC {
+	if s.Path.CC != "" && s.Path.CC != Defaults().CC {
 		parts = append(parts, s.Path.CC)
 	}
-	if s.Path.Sndbuf != defaultSndbufBytes {
+	if s.Path.Sndbuf != defaultSndbuf {
 		if s.Path.Sndbuf == 0 {
 			parts = append(parts, "Linux's initial send buffer")
 		} else {
-			parts = append(parts, fmtSize(s.Path.Sndbuf)+" initial send buffer")
+			parts = append(parts, FormatSize(s.Path.Sndbuf)+" initial send buffer")
 		}
 	}
 	if len(s.Path.Schedule) > 0 {
-		parts = append(parts, "schedule "+fmtSchedule(s.Path.Schedule))
+		parts = append(parts, "schedule "+FormatSchedule(s.Path.Schedule))
 	}
 	if s.Bitrate > 0 {
 		parts = append(parts, "sender bitrate "+s.Bitrate.String())
