@@ -23,6 +23,7 @@ import (
 
 	"replenish/experiments/emu"
 	"replenish/experiments/scenario"
+	"replenish/experiments/summary"
 	"replenish/rate"
 	"replenish/transport"
 )
@@ -401,7 +402,7 @@ func (d *demo) printStatus(ctx context.Context, out io.Writer) {
 	c := d.get()
 	fmt.Fprintf(&b, "path %s, RTT %v", c.Rate, c.RTT)
 	if s := d.p.Stats().Forward; s.Window.Packets > 0 {
-		fmt.Fprintf(&b, ", queue p50 %s", fmtMs(float64(s.Window.Queue.P50)/float64(time.Millisecond)))
+		fmt.Fprintf(&b, ", queue p50 %s", summary.FormatMs(float64(s.Window.Queue.P50)/float64(time.Millisecond)))
 	}
 	b.WriteByte('\n')
 	if err != nil {
@@ -409,8 +410,8 @@ func (d *demo) printStatus(ctx context.Context, out io.Writer) {
 	}
 	for _, s := range st.Streams {
 		fmt.Fprintf(&b, "  %-28s capture to received p50 %8s  source delay p50 %8s  %4.0f fps  %s  %dx%d\n",
-			s.Name, fmtMs(float64(s.CaptureToReceived.P50)), fmtMs(float64(s.Parts.SourceDelay.P50)),
-			float64(s.FPS), fmtBps(float64(s.Bitrate)), s.Width, s.Height)
+			s.Name, summary.FormatMs(float64(s.CaptureToReceived.P50)), summary.FormatMs(float64(s.Parts.SourceDelay.P50)),
+			float64(s.FPS), summary.FormatBps(float64(s.Bitrate)), s.Width, s.Height)
 	}
 	fmt.Fprint(out, b.String())
 }

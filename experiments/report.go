@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"replenish/experiments/report"
+	"replenish/experiments/summary"
+	"replenish/records"
 )
 
 // reportMain is the report command: it rebuilds a results directory's
@@ -66,17 +68,17 @@ func resummarizeMain(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, "resummarize: need --out DIR and nothing else")
 		return 2
 	}
-	dirs, err := filepath.Glob(filepath.Join(*out, "runs", "*", "raw", inputFile))
+	dirs, err := filepath.Glob(filepath.Join(*out, records.RunsDir, "*", records.RawDir, records.InputFile))
 	if err != nil || len(dirs) == 0 {
-		fmt.Fprintf(stderr, "resummarize: no runs with %s under %s\n", inputFile, *out)
+		fmt.Fprintf(stderr, "resummarize: no runs with %s under %s\n", records.InputFile, *out)
 		return 1
 	}
 	code := 0
 	for _, f := range dirs {
 		raw := filepath.Dir(f)
-		run, recs, err := summarizeRaw(raw)
+		run, recs, err := summary.Resummarize(raw)
 		if err == nil {
-			err = writeRun(filepath.Dir(raw), run, recs)
+			err = summary.Write(filepath.Dir(raw), run, recs)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "resummarize: %s: %v\n", filepath.Dir(raw), err)

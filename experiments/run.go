@@ -16,6 +16,7 @@ import (
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
 	"replenish/experiments/scenario"
+	"replenish/experiments/summary"
 	"replenish/internal/headless"
 )
 
@@ -153,16 +154,16 @@ func (rn *runner) runAll(ctx context.Context, specs []scenario.Run, ids []string
 
 // doneLine is a finished run's line.
 func doneLine(r report.Run) string {
-	s := fmt.Sprintf("source delay p50 %s p95 %s", fmtMs(r.SourceDelayMs.P50), fmtMs(r.SourceDelayMs.P95))
+	s := fmt.Sprintf("source delay p50 %s p95 %s", summary.FormatMs(r.SourceDelayMs.P50), summary.FormatMs(r.SourceDelayMs.P95))
 	if !math.IsNaN(r.GoodputBps) {
-		s += fmt.Sprintf(", goodput %s (%.0f%%)", fmtBps(r.GoodputBps), 100*r.Utilization)
+		s += fmt.Sprintf(", goodput %s (%.0f%%)", summary.FormatBps(r.GoodputBps), 100*r.Utilization)
 	}
-	s += ", queue p50 " + fmtMs(r.BottleneckQueueMs.P50)
+	s += ", queue p50 " + summary.FormatMs(r.BottleneckQueueMs.P50)
 	if r.CaptureToReceivedMs != nil {
-		s += ", capture to received p50 " + fmtMs(r.CaptureToReceivedMs.P50)
+		s += ", capture to received p50 " + summary.FormatMs(r.CaptureToReceivedMs.P50)
 	}
 	if r.G2GMs != nil {
-		s += ", g2g p50 " + fmtMs(r.G2GMs.P50)
+		s += ", g2g p50 " + summary.FormatMs(r.G2GMs.P50)
 	}
 	return s
 }

@@ -16,7 +16,7 @@ import (
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
 	"replenish/experiments/scenario"
-	"replenish/metrics"
+	"replenish/experiments/summary"
 	"replenish/records"
 )
 
@@ -26,9 +26,8 @@ const sampleEvery = 250 * time.Millisecond
 
 // Grace periods for stopping a run's processes.
 const (
-	stopGrace  = 5 * time.Second
-	readyWait  = 20 * time.Second
-	maxRecords = 4_000_000 // lines of a run's records.jsonl
+	stopGrace = 5 * time.Second
+	readyWait = 20 * time.Second
 )
 
 // Ports inside the namespaces.
@@ -87,8 +86,6 @@ type workloadRun interface {
 	// stop ends the sending side, then the receiving side, and returns
 	// what went wrong.
 	stop() error
-	// summarize reads what the processes recorded.
-	summarize(in runInput) (report.Run, []records.RunLine, error)
 }
 
 // newWorkloadRun returns the processes of spec's workload on path p, with
@@ -111,11 +108,9 @@ func (rn *runner) runOne(ctx context.Context, spec scenario.Run, id, label strin
 	}
 	run, recs, err := rn.execute(ctx, spec, id, label, raw)
 	if err != nil {
-		run = baseRun(runInput{Spec: spec, ID: id})
-		run.BottleneckQueueMs = report.NoPercentiles()
-		run.Notes = append(run.Notes, "run failed: "+err.Error())
+		run = summary.Failed(spec, id, err)
 	}
-	if werr := writeRun(dir, run, recs); werr != nil && err == nil {
+	if werr := summary.Write(dir, run, recs); werr != nil && err == nil {
 		err = werr
 	}
 	return run, err
@@ -157,7 +152,7 @@ func (rn *runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 	if err := w.startSender(ctx); err != nil {
 		return report.Run{}, nil, err
 	}
-	in := runInput{Spec: spec, ID: id, TL: timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}}
+	in := summary.Input{Spec: spec, ID: id, TL: summary.Timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}}
 	final, samples, err := rn.watch(ctx, spec, p, w, t0, lv, label)
 	stopped = true
 	if serr := w.stop(); err == nil && serr != nil {
@@ -167,21 +162,17 @@ func (rn *runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 		return report.Run{}, nil, err
 	}
 	in.Final, in.Samples = final, samples
-	if err := saveInput(raw, in); err != nil {
+	if err := summary.SaveInput(raw, in); err != nil {
 		return report.Run{}, nil, err
 	}
-	run, recs, err := w.summarize(in)
-	if err != nil {
-		return report.Run{}, nil, err
-	}
-	return run, recs, nil
+	return summary.Summarize(in, raw)
 }
 
 // watch samples the emulator until the end of the run, restarts the
 // emulator's totals at the end of the warm-up and updates the progress
 // line. It returns the final statistics and the
 // samples, or an error if ctx ends or a process exits early.
-func (rn *runner) watch(ctx context.Context, spec scenario.Run, p *emu.Path, w workloadRun, t0 time.Time, lv *live, label string) (emu.Stats, []emuSample, error) {
+func (rn *runner) watch(ctx context.Context, spec scenario.Run, p *emu.Path, w workloadRun, t0 time.Time, lv *live, label string) (emu.Stats, []summary.Sample, error) {
 	procs := w.procs()
 	exited := make(chan *proc, len(procs))
 	stopWatch := make(chan struct{})
@@ -206,7 +197,7 @@ func (rn *runner) watch(ctx context.Context, spec scenario.Run, p *emu.Path, w w
 	defer end.Stop()
 	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()
-	samples := make([]emuSample, 0, int(total/sampleEvery)+2)
+	samples := make([]summary.Sample, 0, int(total/sampleEvery)+2)
 
 	warmedUp := spec.Warmup == 0
 	if warmedUp {
@@ -227,7 +218,7 @@ func (rn *runner) watch(ctx context.Context, spec scenario.Run, p *emu.Path, w w
 			warmedUp = true
 		case now := <-tick.C:
 			at := now.Sub(t0)
-			s := sampleFrom(at, p.Stats())
+			s := summary.SampleFrom(at, p.Stats())
 			samples = append(samples, s)
 			line := liveLine(spec, at, warmedUp, s, lv)
 			if ended {
@@ -255,40 +246,21 @@ func (rn *runner) watch(ctx context.Context, spec scenario.Run, p *emu.Path, w w
 }
 
 // liveLine is a run's progress line.
-func liveLine(spec scenario.Run, at time.Duration, warmedUp bool, s emuSample, lv *live) string {
+func liveLine(spec scenario.Run, at time.Duration, warmedUp bool, s summary.Sample, lv *live) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%5.1f/%.0f s", at.Seconds(), spec.Total().Seconds())
 	if !warmedUp {
 		b.WriteString(" (warm-up)")
 	}
-	fmt.Fprintf(&b, "  delivered %s  queue %s", fmtBps(s.Delivered), fmtMs(s.QueueMs))
+	fmt.Fprintf(&b, "  delivered %s  queue %s", summary.FormatBps(s.Delivered), summary.FormatMs(s.QueueMs))
 	p50, extra := lv.get()
 	if !math.IsNaN(p50) {
-		fmt.Fprintf(&b, "  source delay p50 %s", fmtMs(p50))
+		fmt.Fprintf(&b, "  source delay p50 %s", summary.FormatMs(p50))
 	}
 	if extra != "" {
 		b.WriteString("  " + extra)
 	}
 	return b.String()
-}
-
-// writeRun writes run.json and records.jsonl into dir.
-func writeRun(dir string, run report.Run, recs []records.RunLine) error {
-	data, err := json.MarshalIndent(run, "", "  ")
-	if err != nil {
-		return fmt.Errorf("experiments: encoding run.json: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "run.json"), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	w, err := records.Create(filepath.Join(dir, "records.jsonl"), maxRecords)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		w.Write(r)
-	}
-	return w.Close()
 }
 
 // bulkRun is a bulk or request/response run: this program re-executed as
@@ -318,7 +290,7 @@ func (b *bulkRun) startReceiver(ctx context.Context) error {
 			once.Do(func() { close(ready) })
 		}
 	}
-	argv := []string{b.self, "bulk-sink", "-listen", b.addr(), "-records", filepath.Join(b.dir, "sink.jsonl")}
+	argv := []string{b.self, "bulk-sink", "-listen", b.addr(), "-records", filepath.Join(b.dir, records.SinkFile)}
 	name := "bulk-sink"
 	if b.spec.Workload.Kind == scenario.KindRR {
 		argv = []string{b.self, "rr-server", "-listen", b.addr()}
@@ -333,10 +305,10 @@ func (b *bulkRun) startReceiver(ctx context.Context) error {
 
 func (b *bulkRun) startSender(ctx context.Context) error {
 	argv := []string{b.self, "bulk-send", "-to", b.addr(), "-mode", b.spec.Mode.String(),
-		"-size", fmt.Sprint(b.spec.Workload.Write), "-records", filepath.Join(b.dir, "send.jsonl")}
+		"-size", fmt.Sprint(b.spec.Workload.Write), "-records", filepath.Join(b.dir, records.SendFile)}
 	name := "bulk-send"
 	if b.spec.Workload.Kind == scenario.KindRR {
-		argv = []string{b.self, "rr-client", "-to", b.addr(), "-mode", b.spec.Mode.String(), "-records", filepath.Join(b.dir, "send.jsonl")}
+		argv = []string{b.self, "rr-client", "-to", b.addr(), "-mode", b.spec.Mode.String(), "-records", filepath.Join(b.dir, records.SendFile)}
 		name = "rr-client"
 	}
 	onLine := func(l string) {
@@ -392,120 +364,4 @@ func (b *bulkRun) stop() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func (b *bulkRun) summarize(in runInput) (report.Run, []records.RunLine, error) {
-	var d sendData
-	if err := readSendRecords(filepath.Join(b.dir, "send.jsonl"), &d); err != nil {
-		return report.Run{}, nil, fmt.Errorf("experiments: sender records: %w", err)
-	}
-	if b.spec.Workload.Kind == scenario.KindRR {
-		run, recs := summarizeRR(in, d)
-		return run, recs, nil
-	}
-	if err := readSinkRecords(filepath.Join(b.dir, "sink.jsonl"), &d); err != nil {
-		return report.Run{}, nil, fmt.Errorf("experiments: sink records: %w", err)
-	}
-	run, recs := summarizeBulk(in, d)
-	return run, recs, nil
-}
-
-// inputFile holds, in a run's raw directory, what its summary is computed
-// from besides the processes' records, so that the summary can be computed
-// again (the hidden command resummarize).
-const inputFile = "input.json"
-
-// inputVersion is the version of inputFile this program writes. Version 2
-// has the emulator's percentiles in ms (metrics.Percentiles); files without
-// a version have them as durations in ns.
-const inputVersion = 2
-
-// savedInput is the content of inputFile.
-type savedInput struct {
-	Version int
-	ID      string
-	Spec    scenario.Run
-	T0Us    int64 // µs since the epoch
-	Final   emu.Stats
-	Samples []emuSample
-}
-
-// saveInput writes in to dir/inputFile.
-func saveInput(dir string, in runInput) error {
-	data, err := json.Marshal(savedInput{Version: inputVersion, ID: in.ID, Spec: in.Spec, T0Us: in.TL.T0.UnixMicro(), Final: in.Final, Samples: in.Samples})
-	if err != nil {
-		return fmt.Errorf("experiments: encoding %s: %w", inputFile, err)
-	}
-	return os.WriteFile(filepath.Join(dir, inputFile), data, 0o644)
-}
-
-// loadInput reads dir/inputFile.
-func loadInput(dir string) (runInput, error) {
-	data, err := os.ReadFile(filepath.Join(dir, inputFile))
-	if err != nil {
-		return runInput{}, err
-	}
-	var s savedInput
-	if err := json.Unmarshal(data, &s); err != nil {
-		return runInput{}, fmt.Errorf("experiments: %s: %w", inputFile, err)
-	}
-	if s.Version < 2 {
-		var old legacyInput
-		if err := json.Unmarshal(data, &old); err != nil {
-			return runInput{}, fmt.Errorf("experiments: %s: %w", inputFile, err)
-		}
-		old.convert(&s.Final)
-	}
-	t0 := time.UnixMicro(s.T0Us)
-	return runInput{Spec: s.Spec, ID: s.ID, TL: timeline{T0: t0, Warmup: s.Spec.Warmup, Duration: s.Spec.Duration},
-		Final: s.Final, Samples: s.Samples}, nil
-}
-
-// legacyInput is what changed in inputFile at version 2: the emulator's
-// percentiles were durations in ns.
-type legacyInput struct {
-	Final struct{ Forward, Reverse legacyDir }
-}
-
-type (
-	legacyDir         struct{ Total, Window legacyCounters }
-	legacyCounters    struct{ Queue, Late legacyPercentiles }
-	legacyPercentiles struct{ P50, P95, P99, Max time.Duration }
-)
-
-// convert sets the percentiles of st from those of l.
-func (l legacyInput) convert(st *emu.Stats) {
-	for _, d := range []struct {
-		old legacyDir
-		new *emu.DirStats
-	}{{l.Final.Forward, &st.Forward}, {l.Final.Reverse, &st.Reverse}} {
-		for _, c := range []struct {
-			old legacyCounters
-			new *emu.Counters
-		}{{d.old.Total, &d.new.Total}, {d.old.Window, &d.new.Window}} {
-			c.new.Queue, c.new.Late = c.old.Queue.ms(c.new.Packets), c.old.Late.ms(c.new.Packets)
-		}
-	}
-}
-
-// ms returns p in ms, over n values.
-func (p legacyPercentiles) ms(n int64) metrics.Percentiles {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return metrics.Percentiles{N: int(n), P50: ms(p.P50), P95: ms(p.P95), P99: ms(p.P99), Max: ms(p.Max), Figures: metrics.All}
-}
-
-// summarizeRaw computes a run's summary and records again from its raw
-// directory.
-func summarizeRaw(raw string) (report.Run, []records.RunLine, error) {
-	in, err := loadInput(raw)
-	if err != nil {
-		return report.Run{}, nil, err
-	}
-	var w workloadRun
-	if in.Spec.Workload.Kind == scenario.KindVideo {
-		w = &videoRun{spec: in.Spec, dir: raw}
-	} else {
-		w = &bulkRun{spec: in.Spec, dir: raw}
-	}
-	return w.summarize(in)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"replenish/experiments/emu"
-	"replenish/experiments/report"
 	"replenish/experiments/scenario"
+	"replenish/experiments/summary"
 	"replenish/internal/headless"
 	"replenish/records"
 	"replenish/viewer"
@@ -56,7 +56,7 @@ func (v *videoRun) mediaAddr() string {
 
 func (v *videoRun) startReceiver(ctx context.Context) error {
 	argv := []string{v.bins.Viewer, "-listen", v.mediaAddr(), "-http", viewerHTTP,
-		"-records", filepath.Join(v.dir, "viewer.jsonl")}
+		"-records", filepath.Join(v.dir, records.ViewerFile)}
 	var err error
 	if v.recv, err = startProc(v.p.ReceiverNS(), "viewer", argv, filepath.Join(v.dir, "viewer.log"), nil); err != nil {
 		return err
@@ -96,7 +96,7 @@ func waitHTTP(ctx context.Context, c *http.Client, pr *proc, url string, timeout
 
 func (v *videoRun) startSender(ctx context.Context) error {
 	argv := []string{v.bins.Sender, "-to", v.mediaAddr(), "-name", v.spec.Mode.String(), "-mode", v.spec.Mode.String(),
-		"-status=false", "-bitrate", scenario.FormatRate(v.spec.VideoBitrate()), "-records", filepath.Join(v.dir, "sender.jsonl")}
+		"-status=false", "-bitrate", scenario.FormatRate(v.spec.VideoBitrate()), "-records", filepath.Join(v.dir, records.SenderFile)}
 	if v.spec.MaxRes != "" {
 		argv = append(argv, "-max-res", v.spec.MaxRes)
 	}
@@ -132,10 +132,10 @@ func (v *videoRun) pollStats(ctx context.Context) {
 		}
 		s := st.Streams[len(st.Streams)-1]
 		extra := fmt.Sprintf("%dx%d %.0f fps %s, capture to received p50 %s", s.Width, s.Height, float64(s.FPS),
-			fmtBps(float64(s.Bitrate)), fmtMs(float64(s.CaptureToReceived.P50)))
+			summary.FormatBps(float64(s.Bitrate)), summary.FormatMs(float64(s.CaptureToReceived.P50)))
 		for _, c := range st.Clients {
 			if c.G2G.N > 0 {
-				extra += ", g2g p50 " + fmtMs(float64(c.G2G.P50))
+				extra += ", g2g p50 " + summary.FormatMs(float64(c.G2G.P50))
 			}
 		}
 		v.live.set(float64(s.Parts.SourceDelay.P50), extra)
@@ -236,21 +236,6 @@ func (v *videoRun) stop() error {
 		v.client.CloseIdleConnections()
 	}
 	return errors.Join(errs...)
-}
-
-func (v *videoRun) summarize(in runInput) (report.Run, []records.RunLine, error) {
-	var d videoData
-	if err := readSenderRecords(filepath.Join(v.dir, "sender.jsonl"), &d); err != nil {
-		return report.Run{}, nil, fmt.Errorf("experiments: sender records: %w", err)
-	}
-	if err := readViewerRecords(filepath.Join(v.dir, "viewer.jsonl"), &d); err != nil {
-		return report.Run{}, nil, fmt.Errorf("experiments: viewer records: %w", err)
-	}
-	run, recs := summarizeVideo(in, d)
-	if v.spec.Browser && (run.G2GMs == nil || math.IsNaN(run.G2GMs.P50)) {
-		run.Notes = append(run.Notes, "no frame displayed in the browser had a readable timestamp")
-	}
-	return run, recs, nil
 }
 
 // navigate opens url in the browser tab and waits until it has loaded.

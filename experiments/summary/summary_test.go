@@ -1,11 +1,13 @@
-package main
+package summary
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"replenish/metrics"
 	"replenish/rate"
 	"replenish/records"
+	"replenish/transport"
 )
 
 // t0 is the time zero of the synthetic runs below.
@@ -26,7 +29,7 @@ func at(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 func TestTimeline(t *testing.T) {
-	tl := timeline{T0: t0, Warmup: 2 * time.Second, Duration: 8 * time.Second}
+	tl := Timeline{T0: t0, Warmup: 2 * time.Second, Duration: 8 * time.Second}
 	from, to := tl.window()
 	if from != at(2*time.Second) || to != at(10*time.Second) {
 		t.Errorf("window [%d, %d], want [%d, %d]", from, to, at(2*time.Second), at(10*time.Second))
@@ -55,7 +58,7 @@ func TestTimeline(t *testing.T) {
 }
 
 func TestRetransIn(t *testing.T) {
-	tl := timeline{T0: t0, Warmup: 2 * time.Second, Duration: 8 * time.Second}
+	tl := Timeline{T0: t0, Warmup: 2 * time.Second, Duration: 8 * time.Second}
 	s := func(d time.Duration, n int) retransSample { return retransSample{at(d), n} }
 	tests := []struct {
 		name    string
@@ -112,7 +115,7 @@ func TestGoodputBetween(t *testing.T) {
 }
 
 // bulkInput is a 10 s run: 2 s warm-up, 8 s window, at 2 Mb/s.
-func bulkInput() runInput {
+func bulkInput() Input {
 	spec := scenario.Run{
 		Path: scenario.Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: 8 << 20},
 		Mode: mustMode("replenish=15ms"), Workload: scenario.Workload{Kind: scenario.KindBulk, Write: 1000}, Warmup: 2 * time.Second, Duration: 8 * time.Second,
@@ -120,8 +123,8 @@ func bulkInput() runInput {
 	final := emu.Stats{Forward: emu.DirStats{Total: emu.Counters{
 		Drops: 3, Queue: metrics.Percentiles{P50: 100, P95: 190, P99: 199, Max: 200, N: 1000, Figures: metrics.All},
 	}}}
-	return runInput{Spec: spec, ID: spec.ID(), TL: timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}, Final: final,
-		Samples: []emuSample{{At: 5 * time.Second, RateBps: 2e6, QueueMs: 80, Delivered: 2e6}, {At: 10 * time.Second, RateBps: 2e6, QueueMs: 90, Delivered: 1.9e6}}}
+	return Input{Spec: spec, ID: spec.ID(), TL: Timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}, Final: final,
+		Samples: []Sample{{At: 5 * time.Second, RateBps: 2e6, QueueMs: 80, Delivered: 2e6}, {At: 10 * time.Second, RateBps: 2e6, QueueMs: 90, Delivered: 1.9e6}}}
 }
 
 func TestSummarizeBulk(t *testing.T) {
@@ -283,12 +286,12 @@ func TestSummarizeRR(t *testing.T) {
 func TestSampleFrom(t *testing.T) {
 	st := emu.Stats{Forward: emu.DirStats{Rate: 2 * rate.Mbps, Window: emu.Counters{Span: 250 * time.Millisecond, Bytes: 62500, Packets: 42,
 		Queue: metrics.Percentiles{P50: 120, Figures: metrics.All}}}}
-	s := sampleFrom(3*time.Second, st)
+	s := SampleFrom(3*time.Second, st)
 	if s.At != 3*time.Second || s.RateBps != 2e6 || !near(s.Delivered, 2e6, 1) || s.QueueMs != 120 {
 		t.Errorf("sample %+v", s)
 	}
 	st.Forward.Window.Packets = 0
-	if s := sampleFrom(0, st); s.QueueMs != 0 {
+	if s := SampleFrom(0, st); s.QueueMs != 0 {
 		t.Errorf("an idle interval's queue is %v, want 0", s.QueueMs)
 	}
 }
@@ -316,12 +319,12 @@ func TestResummarize(t *testing.T) {
 		d.Sink = append(d.Sink, l)
 		json.NewEncoder(&sink).Encode(l)
 	}
-	os.WriteFile(filepath.Join(raw, "send.jsonl"), send.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(raw, "sink.jsonl"), sink.Bytes(), 0o644)
-	if err := saveInput(raw, in); err != nil {
+	os.WriteFile(filepath.Join(raw, records.SendFile), send.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(raw, records.SinkFile), sink.Bytes(), 0o644)
+	if err := SaveInput(raw, in); err != nil {
 		t.Fatal(err)
 	}
-	got, gotRecs, err := summarizeRaw(raw)
+	got, gotRecs, err := Resummarize(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,19 +343,19 @@ func TestResummarize(t *testing.T) {
 // results directory again from its raw records: every run.json and
 // records.jsonl must come out as that version wrote them.
 func TestResummarizeOldResults(t *testing.T) {
-	const old = "testdata/results-v1"
+	const old = "../testdata/results-v1"
 	raws, err := filepath.Glob(filepath.Join(old, "runs", "*", "raw"))
 	if err != nil || len(raws) != 3 {
 		t.Fatalf("%d raw directories, %v", len(raws), err)
 	}
 	for _, raw := range raws {
 		t.Run(filepath.Base(filepath.Dir(raw)), func(t *testing.T) {
-			run, recs, err := summarizeRaw(raw)
+			run, recs, err := Resummarize(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			if err := writeRun(dir, run, recs); err != nil {
+			if err := Write(dir, run, recs); err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range []string{"run.json", "records.jsonl"} {
@@ -363,5 +366,23 @@ func TestResummarizeOldResults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// mustMode parses a mode the test knows to be valid.
+func mustMode(s string) transport.Mode {
+	m, err := transport.ParseMode(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func TestFailed(t *testing.T) {
+	in := bulkInput()
+	r := Failed(in.Spec, "x", errors.New("no namespace"))
+	if r.ID != "x" || r.Mode != "replenish=15ms" || r.Scenario != in.Spec.Title() || r.SourceDelayMs.Known() || r.BottleneckQueueMs.Known() ||
+		!slices.Contains(r.Notes, "run failed: no namespace") {
+		t.Errorf("Failed = %+v", r)
 	}
 }

@@ -1,9 +1,10 @@
-package main
+package summary
 
 import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +101,7 @@ func TestSummarizeVideo(t *testing.T) {
 	in := bulkInput()
 	in.Spec.Workload = scenario.Workload{Kind: scenario.KindVideo}
 	in.Spec.Path.Rate = rate.Mbps
-	in.Samples = []emuSample{{At: time.Second, RateBps: 1e6}, {At: 5 * time.Second, RateBps: 1e6, QueueMs: 12}}
+	in.Samples = []Sample{{At: time.Second, RateBps: 1e6}, {At: 5 * time.Second, RateBps: 1e6, QueueMs: 12}}
 	r, recs := summarizeVideo(in, videoRecords())
 
 	// The window [2 s, 10 s] holds the captures of frames 60 to 299: 240.
@@ -159,7 +160,7 @@ func TestSummarizeVideo(t *testing.T) {
 
 func TestVideoSamples(t *testing.T) {
 	in := bulkInput()
-	in.Samples = []emuSample{{At: time.Second}, {At: 2 * time.Second}}
+	in.Samples = []Sample{{At: time.Second}, {At: 2 * time.Second}}
 	v := videoRecords()
 	frames, _ := joinFrames(v)
 	recs := videoSamples(in, frames, v.Received)
@@ -268,6 +269,23 @@ func TestVideoLowerBounds(t *testing.T) {
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+}
+
+// TestBrowserNote checks that a run with a browser whose page read no
+// timestamp says so, and one without a browser does not.
+func TestBrowserNote(t *testing.T) {
+	in := bulkInput()
+	in.Spec.Workload = scenario.Workload{Kind: scenario.KindVideo}
+	v := videoRecords()
+	v.Displayed = nil
+	const note = "no frame displayed in the browser had a readable timestamp"
+	for _, browser := range []bool{false, true} {
+		in.Spec.Browser = browser
+		r, _ := summarizeVideo(in, v)
+		if got := slices.Contains(r.Notes, note); got != browser {
+			t.Errorf("browser %v: notes %q", browser, r.Notes)
 		}
 	}
 }

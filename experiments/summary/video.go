@@ -1,9 +1,10 @@
-package main
+package summary
 
 import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"replenish/experiments/report"
@@ -151,7 +152,7 @@ func joinFrames(v videoData) (frames []joinedFrame, misreads int) {
 }
 
 // summarizeVideo builds the summary and the records of a video run.
-func summarizeVideo(in runInput, v videoData) (report.Run, []records.RunLine) {
+func summarizeVideo(in Input, v videoData) (report.Run, []records.RunLine) {
 	r := baseRun(in)
 	tl := in.TL
 	frames, misreads := joinFrames(v)
@@ -161,98 +162,17 @@ func summarizeVideo(in runInput, v videoData) (report.Run, []records.RunLine) {
 	for _, c := range v.Conns {
 		endUs = max(endUs, c.EndUs)
 	}
-	var delays, c2r, g2g []float64
-	parts := map[string][]float64{}
-	sizes := map[[2]int]int{}
-	lost, unstamped, shared, early, sdBounds := 0, 0, 0, 0, 0
+	t := videoTally{endUs: endUs, parts: map[string][]float64{}, sizes: map[[2]int]int{}}
 	recs := make([]records.RunLine, 0, len(frames)+len(in.Samples))
 	for _, f := range frames {
-		p := f.parts()
-		rec := records.RunLine{Kind: records.KindFrame, T: tl.sec(f.CaptureUs), Bytes: f.Bytes, Width: f.Width, Height: f.Height, Key: f.Key, PartsMs: p}
-		if sd, ok := p[partSourceDelay]; ok {
-			rec.SourceDelayMs = ptr(sd)
-		}
-		if f.ReceivedUs > 0 {
-			rec.CaptureToReceivedMs = ptr(ms(f.ReceivedUs - f.CaptureUs))
-		}
-		rec.G2GMs = f.G2GMs
+		rec := frameLine(tl, f)
 		recs = append(recs, rec)
-		if !tl.in(f.CaptureUs) {
-			continue
-		}
-		r.Frames++
-		if f.Width > 0 && f.Height > 0 {
-			sizes[[2]int{f.Width, f.Height}]++
-		}
-		if f.stampShared {
-			shared++
-		}
-		if n, ok := p[partNetwork]; ok && n < 0 {
-			early++
-		}
-		// A frame the sender gave up tracking has no write time; it was
-		// written after its encoding ended.
-		written := f.WriteStartUs
-		if written == 0 {
-			written = f.EncodeEndUs
-		}
-		switch {
-		case rec.SourceDelayMs != nil:
-			delays = append(delays, *rec.SourceDelayMs)
-		case endUs > 0 && written > 0 && endUs > written:
-			delays = append(delays, ms(endUs-written))
-			sdBounds++
-		default:
-			unstamped++
-		}
-		switch {
-		case rec.CaptureToReceivedMs != nil:
-			c2r = append(c2r, *rec.CaptureToReceivedMs)
-		case endUs > f.CaptureUs:
-			c2r = append(c2r, ms(endUs-f.CaptureUs))
-			lost++
-		default:
-			lost++
-		}
-		if f.G2GMs != nil {
-			g2g = append(g2g, *f.G2GMs)
-		}
-		for name, val := range p {
-			parts[name] = append(parts[name], val)
+		if tl.in(f.CaptureUs) {
+			t.add(f, rec)
 		}
 	}
-	r.SourceDelayMs = pct(delays)
-	if len(c2r) > 0 {
-		p := pct(c2r)
-		r.CaptureToReceivedMs = &p
-	}
-	if len(g2g) > 0 {
-		p := pct(g2g)
-		r.G2GMs = &p
-	}
-	if len(parts) > 0 {
-		r.PartsMs = map[string]metrics.Percentiles{}
-		for name, vals := range parts {
-			r.PartsMs[name] = pct(vals)
-		}
-	}
-	// Delivered media: frames received complete inside the window.
-	var bytes, received int
-	for _, x := range v.Received {
-		if tl.in(x.ReceivedUs) {
-			bytes += x.Bytes
-			received++
-		}
-	}
-	secs := in.Spec.Duration.Seconds()
-	r.GoodputBps = float64(bytes) * 8 / secs
-	r.BitrateBps = r.GoodputBps
-	fps := float64(received) / secs
-	r.FPS = &fps
-	if mr := in.meanRate(); mr > 0 {
-		r.Utilization = r.GoodputBps / mr
-	}
-	r.Width, r.Height = commonSize(sizes)
+	t.fill(&r)
+	received(&r, in, v.Received)
 	rs := make([]retransSample, 0, len(v.Frames))
 	for _, f := range v.Frames {
 		if f.WriteStartUs > 0 { // a frame whose record was lost has none
@@ -260,21 +180,152 @@ func summarizeVideo(in runInput, v videoData) (report.Run, []records.RunLine) {
 		}
 	}
 	r.Retransmits = retransIn(tl, rs)
-	if lost > 0 {
+	r.Notes = append(r.Notes, t.notes(r.Frames, misreads)...)
+	r.Notes = append(r.Notes, connNotes(tl, v)...)
+	if in.Spec.Browser && (r.G2GMs == nil || math.IsNaN(r.G2GMs.P50)) {
+		r.Notes = append(r.Notes, "no frame displayed in the browser had a readable timestamp")
+	}
+	recs = append(recs, videoSamples(in, frames, v.Received)...)
+	sortRecords(recs)
+	return r, recs
+}
+
+// frameLine returns the records.jsonl line of a frame.
+func frameLine(tl Timeline, f joinedFrame) records.RunLine {
+	p := f.parts()
+	rec := records.RunLine{Kind: records.KindFrame, T: tl.sec(f.CaptureUs), Bytes: f.Bytes, Width: f.Width, Height: f.Height, Key: f.Key, PartsMs: p}
+	if sd, ok := p[partSourceDelay]; ok {
+		rec.SourceDelayMs = ptr(sd)
+	}
+	if f.ReceivedUs > 0 {
+		rec.CaptureToReceivedMs = ptr(ms(f.ReceivedUs - f.CaptureUs))
+	}
+	rec.G2GMs = f.G2GMs
+	return rec
+}
+
+// videoTally gathers the frames captured in the measured window.
+type videoTally struct {
+	endUs int64 // when the sender stopped; 0 if unknown
+
+	frames                 int
+	delays, c2r, g2g       []float64
+	parts                  map[string][]float64
+	sizes                  map[[2]int]int
+	lost, unstamped        int // not received; no departure time
+	shared, early, sdBound int // shared stamp; arrived before departing; source delay a lower bound
+}
+
+// add counts the frame f, whose records.jsonl line is rec.
+func (t *videoTally) add(f joinedFrame, rec records.RunLine) {
+	t.frames++
+	if f.Width > 0 && f.Height > 0 {
+		t.sizes[[2]int{f.Width, f.Height}]++
+	}
+	if f.stampShared {
+		t.shared++
+	}
+	if n, ok := rec.PartsMs[partNetwork]; ok && n < 0 {
+		t.early++
+	}
+	// A frame the sender gave up tracking has no write time; it was
+	// written after its encoding ended.
+	written := f.WriteStartUs
+	if written == 0 {
+		written = f.EncodeEndUs
+	}
+	switch {
+	case rec.SourceDelayMs != nil:
+		t.delays = append(t.delays, *rec.SourceDelayMs)
+	case t.endUs > 0 && written > 0 && t.endUs > written:
+		t.delays = append(t.delays, ms(t.endUs-written))
+		t.sdBound++
+	default:
+		t.unstamped++
+	}
+	switch {
+	case rec.CaptureToReceivedMs != nil:
+		t.c2r = append(t.c2r, *rec.CaptureToReceivedMs)
+	case t.endUs > f.CaptureUs:
+		t.c2r = append(t.c2r, ms(t.endUs-f.CaptureUs))
+		t.lost++
+	default:
+		t.lost++
+	}
+	if f.G2GMs != nil {
+		t.g2g = append(t.g2g, *f.G2GMs)
+	}
+	for name, val := range rec.PartsMs {
+		t.parts[name] = append(t.parts[name], val)
+	}
+}
+
+// fill sets r's frame count, distributions and resolution.
+func (t *videoTally) fill(r *report.Run) {
+	r.Frames = t.frames
+	r.SourceDelayMs = pct(t.delays)
+	if len(t.c2r) > 0 {
+		p := pct(t.c2r)
+		r.CaptureToReceivedMs = &p
+	}
+	if len(t.g2g) > 0 {
+		p := pct(t.g2g)
+		r.G2GMs = &p
+	}
+	if len(t.parts) > 0 {
+		r.PartsMs = map[string]metrics.Percentiles{}
+		for name, vals := range t.parts {
+			r.PartsMs[name] = pct(vals)
+		}
+	}
+	r.Width, r.Height = commonSize(t.sizes)
+}
+
+// notes explains the window's frames that lack a number or whose number is
+// a bound, of n frames.
+func (t *videoTally) notes(n, misreads int) []string {
+	var notes []string
+	if t.lost > 0 {
 		what := ""
-		if endUs > 0 {
+		if t.endUs > 0 {
 			what = "; their capture to received counts as the time they had waited, so its percentiles are lower bounds"
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d frames captured in the window were not received complete when the run ended%s", lost, r.Frames, what))
+		notes = append(notes, fmt.Sprintf("%d of %d frames captured in the window were not received complete when the run ended%s", t.lost, n, what))
 	}
-	r.Notes = append(r.Notes, boundNotes("frames", r.Frames, sdBounds, unstamped)...)
-	r.Notes = append(r.Notes, sharedNote("frames", shared, r.Frames)...)
-	if early > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d frames in the window arrived before their recorded departure (a shared departure time)", early, r.Frames))
+	notes = append(notes, boundNotes("frames", n, t.sdBound, t.unstamped)...)
+	notes = append(notes, sharedNote("frames", t.shared, n)...)
+	if t.early > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d frames in the window arrived before their recorded departure (a shared departure time)", t.early, n))
 	}
 	if misreads > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d displayed frames had an unreadable timestamp and are left out of glass to glass", misreads))
+		notes = append(notes, fmt.Sprintf("%d displayed frames had an unreadable timestamp and are left out of glass to glass", misreads))
 	}
+	return notes
+}
+
+// received sets the media delivered: frames received complete inside the
+// window, their goodput, bitrate and rate.
+func received(r *report.Run, in Input, recv []records.ViewerFrame) {
+	var bytes, n int
+	for _, x := range recv {
+		if in.TL.in(x.ReceivedUs) {
+			bytes += x.Bytes
+			n++
+		}
+	}
+	secs := in.Spec.Duration.Seconds()
+	r.GoodputBps = float64(bytes) * 8 / secs
+	r.BitrateBps = r.GoodputBps
+	fps := float64(n) / secs
+	r.FPS = &fps
+	if mr := in.meanRate(); mr > 0 {
+		r.Utilization = r.GoodputBps / mr
+	}
+}
+
+// connNotes notes frames written without a record and reconnections.
+func connNotes(tl Timeline, v videoData) []string {
+	var notes []string
 	var written uint64
 	for _, c := range v.Conns {
 		written += c.Frames
@@ -287,16 +338,14 @@ func summarizeVideo(in runInput, v videoData) (report.Run, []records.RunLine) {
 		lastCapture = max(lastCapture, f.CaptureUs)
 	}
 	if _, to := tl.window(); written > uint64(len(v.Frames)) && lastCapture < to {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d frames written have no record from the sender (no departure stamp came for them before it stopped); "+
+		notes = append(notes, fmt.Sprintf("%d frames written have no record from the sender (no departure stamp came for them before it stopped); "+
 			"some were captured in the window, so the source delay percentiles leave them out; capture to received counts those the viewer received",
 			written-uint64(len(v.Frames))))
 	}
 	if len(v.Conns) > 1 {
-		r.Notes = append(r.Notes, fmt.Sprintf("the sender connected %d times", len(v.Conns)))
+		notes = append(notes, fmt.Sprintf("the sender connected %d times", len(v.Conns)))
 	}
-	recs = append(recs, videoSamples(in, frames, v.Received)...)
-	sortRecords(recs)
-	return r, recs
+	return notes
 }
 
 // commonSize returns the most common frame size, the larger on a tie.
@@ -313,7 +362,7 @@ func commonSize(sizes map[[2]int]int) (w, h int) {
 // videoSamples returns the sample lines of a video run: the emulator's
 // readings with, over each interval, the media goodput received, the
 // bitrate written and the sender's latest drain estimate and target.
-func videoSamples(in runInput, frames []joinedFrame, received []records.ViewerFrame) []records.RunLine {
+func videoSamples(in Input, frames []joinedFrame, received []records.ViewerFrame) []records.RunLine {
 	byWrite := slices.Clone(frames)
 	slices.SortFunc(byWrite, func(a, b joinedFrame) int { return cmp.Compare(a.WriteStartUs, b.WriteStartUs) })
 	byRecv := slices.Clone(received)
