@@ -169,6 +169,11 @@ type Config struct {
 	// means MTU. A smaller one gives TCP a smaller MSS, as on paths
 	// through tunnels (1280 gives an MSS of 1228).
 	MTU int
+	// SendBuffer is the initial send buffer of TCP sockets in the sender's
+	// namespace, in bytes (the default of net.ipv4.tcp_wmem, whose maximum
+	// is then at least 32 MiB; autotuning may grow it), up to 1 GiB. 0
+	// keeps Linux's 16 KiB.
+	SendBuffer int
 	// Logger receives setup, cleanup and error messages; nil discards them.
 	Logger *slog.Logger
 }

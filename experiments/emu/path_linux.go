@@ -43,6 +43,7 @@ type Path struct {
 	addr [2]netip.Addr // TUN addresses, by Side
 	cc   string
 	mtu  int
+	wmem [2]string // net.ipv4.tcp_wmem, by Side
 	mv   *mover
 
 	nsMu     sync.RWMutex // guards nsfd and nsClosed
@@ -95,6 +96,7 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 		addr:   [2]netip.Addr{netip.AddrFrom4([4]byte{10, r[0], r[1], 1}), netip.AddrFrom4([4]byte{10, r[0], r[1], 2})},
 		cc:     cfg.CC,
 		mtu:    cfg.MTU,
+		wmem:   cfg.wmem(),
 		nsfd:   [2]int{-1, -1},
 		links:  links,
 		meters: [2]*meter{newMeter(cfg.Window), newMeter(cfg.Window)},
@@ -149,10 +151,25 @@ func (cfg Config) resolve() (Config, [2]*Link, error) {
 	if cfg.Window < 0 {
 		return cfg, links, fmt.Errorf("%w: negative window %v", ErrConfig, cfg.Window)
 	}
+	if cfg.SendBuffer < 0 || cfg.SendBuffer > maxSendBuffer {
+		return cfg, links, fmt.Errorf("%w: send buffer %d bytes out of range (0 to %d)", ErrConfig, cfg.SendBuffer, maxSendBuffer)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg, links, nil
+}
+
+// maxSendBuffer caps Config.SendBuffer.
+const maxSendBuffer = 1 << 30
+
+// wmem returns net.ipv4.tcp_wmem for each side.
+func (cfg Config) wmem() [2]string {
+	w := [2]string{tcpWmem, tcpWmem}
+	if b := cfg.SendBuffer; b > 0 {
+		w[Sender] = fmt.Sprintf("4096 %d %d", b, max(b, 32<<20))
+	}
+	return w
 }
 
 // prepareHost checks what Start needs of this host (capabilities, the ip
@@ -228,7 +245,7 @@ func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 	err = inNetns(nsfd, func() error {
 		for _, kv := range [][2]string{
 			{"net.ipv6.conf.all.disable_ipv6", "1"}, // also sets default
-			{"net.ipv4.tcp_wmem", tcpWmem},
+			{"net.ipv4.tcp_wmem", p.wmem[s]},
 			{"net.ipv4.tcp_rmem", tcpRmem},
 			{"net.ipv4.tcp_no_metrics_save", "1"},
 		} {

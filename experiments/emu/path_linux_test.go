@@ -276,11 +276,16 @@ func TestStartAndClose(t *testing.T) {
 	tests := []struct {
 		name   string
 		cc     string
+		sndbuf int  // Config.SendBuffer
 		inside bool // a process is running in the receiver namespace when the path ends
 		end    func(p *Path, cancel context.CancelFunc) error
 	}{{
 		name: "Close",
 		end:  func(p *Path, _ context.CancelFunc) error { return p.Close() },
+	}, {
+		name:   "send buffer",
+		sndbuf: 8 << 20,
+		end:    func(p *Path, _ context.CancelFunc) error { return p.Close() },
 	}, {
 		name: "context cancelled",
 		end: func(p *Path, cancel context.CancelFunc) error {
@@ -306,7 +311,7 @@ func TestStartAndClose(t *testing.T) {
 			procs := runtime.GOMAXPROCS(0)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			p, err := Start(ctx, Config{CC: tt.cc, Forward: LinkConfig{Rate: 10 * rate.Mbps, Delay: ms}})
+			p, err := Start(ctx, Config{CC: tt.cc, SendBuffer: tt.sndbuf, Forward: LinkConfig{Rate: 10 * rate.Mbps, Delay: ms}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,6 +328,10 @@ func TestStartAndClose(t *testing.T) {
 				local, peer := p.SenderAddr(), p.ReceiverAddr()
 				if s == Receiver {
 					local, peer = peer, local
+				}
+				wmem := tcpWmem
+				if s == Sender && tt.sndbuf > 0 {
+					wmem = fmt.Sprintf("4096 %d 33554432", tt.sndbuf)
 				}
 				err := p.Do(s, func() error {
 					ifi, err := net.InterfaceByName(tunName)
@@ -341,7 +350,7 @@ func TestStartAndClose(t *testing.T) {
 					}
 					for key, want := range map[string]string{
 						"net.ipv4.tcp_congestion_control":            wantCC,
-						"net.ipv4.tcp_wmem":                          tcpWmem,
+						"net.ipv4.tcp_wmem":                          wmem,
 						"net.ipv4.tcp_rmem":                          tcpRmem,
 						"net.ipv6.conf." + tunName + ".disable_ipv6": "1",
 						"net.ipv6.conf.default.disable_ipv6":         "1",
@@ -482,6 +491,8 @@ func TestStartConfigErrors(t *testing.T) {
 		{"congestion control with a slash", Config{CC: "../x"}, ErrConfig},
 		{"MTU too small", Config{MTU: 500}, ErrConfig},
 		{"MTU too large", Config{MTU: 9000}, ErrConfig},
+		{"negative send buffer", Config{SendBuffer: -1}, ErrConfig},
+		{"send buffer too large", Config{SendBuffer: 2 << 30}, ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
