@@ -44,9 +44,7 @@ flags:
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
-	runs, _ := report.Load(*out)
-	fmt.Fprint(stdout, report.Markdown(runs))
-	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(*out, "index.html"))
+	printReport(stdout, *out)
 	return 0
 }
 

@@ -274,8 +274,7 @@ type Path struct {
 	Schedule []Step        // in time order
 	CC       string        // congestion control in both namespaces
 	// Sndbuf is the initial send buffer of TCP sockets on the sender side
-	// in bytes (net.ipv4.tcp_wmem's default; autotuning may grow it). 0
-	// keeps the emulator's setting.
+	// in bytes (emu.Config.SendBuffer). 0 keeps Linux's.
 	Sndbuf int
 	// MTU is the MTU of the path's devices in bytes; 0 means emu.MTU.
 	MTU int
@@ -283,12 +282,6 @@ type Path struct {
 
 // maxSndbuf caps Path.Sndbuf.
 const maxSndbuf = 1 << 30
-
-// Wmem returns the value of net.ipv4.tcp_wmem for the sender's namespace,
-// which sets the initial send buffer to Sndbuf.
-func (p Path) Wmem() string {
-	return fmt.Sprintf("4096 %d %d", p.Sndbuf, max(p.Sndbuf, 32<<20))
-}
 
 // QueueBytes returns the drop-tail limit in bytes for rate r and queue time
 // q: what r drains in q, never under minQueuePackets full packets.
@@ -304,10 +297,11 @@ func QueueBytes(r rate.Bitrate, q time.Duration) int {
 func (p Path) EmuConfig() emu.Config {
 	fwd, rev := emu.SplitRTT(p.RTT)
 	return emu.Config{
-		Forward: emu.LinkConfig{Rate: p.Rate, Delay: fwd, QueueBytes: QueueBytes(p.Rate, p.Queue), Loss: p.Loss, Seed: 1},
-		Reverse: emu.LinkConfig{Delay: rev},
-		CC:      p.CC,
-		MTU:     p.MTU,
+		Forward:    emu.LinkConfig{Rate: p.Rate, Delay: fwd, QueueBytes: QueueBytes(p.Rate, p.Queue), Loss: p.Loss, Seed: 1},
+		Reverse:    emu.LinkConfig{Delay: rev},
+		CC:         p.CC,
+		MTU:        p.MTU,
+		SendBuffer: p.Sndbuf,
 	}
 }
 

@@ -1,13 +1,15 @@
-package main
+package runner
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,10 +18,27 @@ import (
 	"time"
 
 	"replenish/experiments/emu"
+	"replenish/experiments/proc"
 	"replenish/experiments/report"
 	"replenish/experiments/scenario"
+	"replenish/experiments/workload"
 	"replenish/rate"
+	"replenish/records"
+	"replenish/transport"
 )
+
+// TestMain runs a workload's hidden command instead of the tests when the
+// runner re-executes this test binary inside a namespace, as it
+// re-executes the experiments program.
+func TestMain(m *testing.M) {
+	if os.Getenv(proc.ChildEnv) != "" && len(os.Args) > 1 {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := workload.Main(ctx, workload.Role(os.Args[1]), os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
@@ -36,12 +55,12 @@ func needRoot(t *testing.T) {
 
 // testRunner returns a runner that re-executes this test binary for the
 // workloads (see TestMain) and writes into a temporary directory.
-func testRunner(t *testing.T) *runner {
+func testRunner(t *testing.T) *Runner {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runner{bins: binaries{Self: self}, out: t.TempDir(), log: discardLog(), emu: discardLog(), prog: newProgress(io.Discard)}
+	return &Runner{Programs: workload.Programs{Self: self}, Out: t.TempDir(), Log: discardLog(), EmuLog: discardLog(), Progress: NewProgress(io.Discard)}
 }
 
 // TestBulkComparison is the short end-to-end run of CI: 64 KiB writes at
@@ -58,7 +77,7 @@ func TestBulkComparison(t *testing.T) {
 		spec := scenario.Run{Path: path, Mode: mustMode(mode), Workload: scenario.Workload{Kind: scenario.KindBulk, Write: scenario.DefaultBulkWrite},
 			Warmup: 2 * time.Second, Duration: 8 * time.Second, Drain: 2 * time.Second}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		r, err := rn.runOne(ctx, spec, spec.ID(), spec.ID())
+		r, err := rn.RunOne(ctx, spec, spec.ID(), spec.ID())
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
@@ -78,11 +97,11 @@ func TestBulkComparison(t *testing.T) {
 		t.Errorf("replenish made %d writes in the window, want at least 20 (8 s of 64 KiB at 2 Mb/s is 30)", rep.Writes)
 	}
 	// The results directory is what package report reads.
-	if err := report.Build(rn.out, nil); err != nil {
+	if err := report.Build(rn.Out, nil); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	for _, f := range []string{"summary.json", "summary.md", "index.html", "runs/2mbit-40ms-bulk64KiB-default/records.jsonl"} {
-		if _, err := os.Stat(filepath.Join(rn.out, f)); err != nil {
+		if _, err := os.Stat(filepath.Join(rn.Out, f)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -98,7 +117,7 @@ func TestRequestResponse(t *testing.T) {
 	got := map[string]report.Run{}
 	for _, mode := range []string{"default", "default+nagle"} {
 		spec := scenario.Run{Path: path, Mode: mustMode(mode), Workload: scenario.Workload{Kind: scenario.KindRR}, Warmup: time.Second, Duration: 3 * time.Second, Drain: time.Second}
-		r, err := rn.runOne(context.Background(), spec, spec.ID(), spec.ID())
+		r, err := rn.RunOne(context.Background(), spec, spec.ID(), spec.ID())
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
@@ -127,7 +146,7 @@ func TestChildCrash(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := rn.runOne(context.Background(), spec, spec.ID(), spec.ID())
+		r, err := rn.RunOne(context.Background(), spec, spec.ID(), spec.ID())
 		done <- result{r, err}
 	}()
 	// Kill the sending process once it runs.
@@ -138,18 +157,18 @@ func TestChildCrash(t *testing.T) {
 			t.Fatalf("run ended before the sender could be killed: %v", res.err)
 		case <-time.After(200 * time.Millisecond):
 		}
-		killed = killProcess(t, "bulk-send", rn.out)
+		killed = killProcess(t, "bulk-send", rn.Out)
 	}
 	res := <-done
-	// errChildExited comes only from noticing the exit during the run, not
+	// ErrChildExited comes only from noticing the exit during the run, not
 	// from stopping the processes at its planned end.
-	if !errors.Is(res.err, errChildExited) || !strings.Contains(res.err.Error(), "bulk-send") {
-		t.Fatalf("err = %v, want errChildExited naming bulk-send", res.err)
+	if !errors.Is(res.err, ErrChildExited) || !strings.Contains(res.err.Error(), "bulk-send") {
+		t.Fatalf("err = %v, want ErrChildExited naming bulk-send", res.err)
 	}
 	if !strings.Contains(strings.Join(res.r.Notes, " "), "run failed") {
 		t.Errorf("notes %q", res.r.Notes)
 	}
-	if _, err := os.Stat(filepath.Join(rn.out, "runs", spec.ID(), "run.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(rn.Out, "runs", spec.ID(), "run.json")); err != nil {
 		t.Errorf("a failed run writes run.json too: %v", err)
 	}
 	ns, _ := filepath.Glob(fmt.Sprintf("/run/netns/rpl-%d-*", os.Getpid()))
@@ -178,4 +197,66 @@ func killProcess(t *testing.T, a, b string) bool {
 		return true
 	}
 	return false
+}
+
+// mustMode parses a mode the test knows to be valid.
+func mustMode(s string) transport.Mode {
+	m, err := transport.ParseMode(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// TestSchedule checks that a run's schedule reaches the emulator at the
+// run's time: the bottleneck rate the samples read steps down at 1.5 s, and
+// the delivered rate follows.
+func TestSchedule(t *testing.T) {
+	needRoot(t)
+	rn := testRunner(t)
+	path := scenario.Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic",
+		Schedule: []scenario.Step{{At: 1500 * time.Millisecond, Rate: 500 * rate.Kbps}}}
+	spec := scenario.Run{Path: path, Mode: mustMode("default"), Workload: scenario.Workload{Kind: scenario.KindBulk, Write: 4096},
+		Duration: 4 * time.Second}
+	if _, err := rn.RunOne(t.Context(), spec, spec.ID(), spec.ID()); err != nil {
+		t.Fatal(err)
+	}
+	var before, after, delivered []float64
+	err := records.ReadFile(filepath.Join(rn.Out, records.RunsDir, spec.ID(), records.RunRecords), func(kind string, line []byte) error {
+		var l records.RunLine
+		if kind != records.KindSample || json.Unmarshal(line, &l) != nil || l.RateBps == nil {
+			return nil
+		}
+		switch {
+		case l.T < 1.4:
+			before = append(before, *l.RateBps)
+		case l.T > 1.6:
+			after = append(after, *l.RateBps)
+			if l.T > 2.5 && l.DeliveredBps != nil {
+				delivered = append(delivered, *l.DeliveredBps)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) == 0 || len(after) == 0 || len(delivered) == 0 {
+		t.Fatalf("samples: %d before the step, %d after", len(before), len(after))
+	}
+	for _, r := range before {
+		if r != 2e6 {
+			t.Errorf("rate %v before the step, want 2 Mb/s", r)
+		}
+	}
+	for _, r := range after {
+		if r != 5e5 {
+			t.Errorf("rate %v after the step, want 500 kb/s", r)
+		}
+	}
+	for _, d := range delivered {
+		if d > 5.5e5 {
+			t.Errorf("delivered %v b/s a second after the step to 500 kb/s", d)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"fmt"
@@ -16,11 +16,11 @@ import (
 // a terminal.
 const plainEvery = 5 * time.Second
 
-// progress shows the runs in progress: on a terminal one line, rewritten in
+// Progress shows the runs in progress: on a terminal one line, rewritten in
 // place (the runs side by side when several run at once); otherwise a plain
 // line per run every plainEvery. Log output written through it clears the
 // line first. It is safe for concurrent use.
-type progress struct {
+type Progress struct {
 	out io.Writer
 	tty bool
 
@@ -32,8 +32,9 @@ type progress struct {
 	width int                  // terminal columns; 0 when unknown
 }
 
-func newProgress(out io.Writer) *progress {
-	p := &progress{out: out, lines: map[string]string{}, last: map[string]time.Time{}}
+// NewProgress returns a Progress that writes to out.
+func NewProgress(out io.Writer) *Progress {
+	p := &Progress{out: out, lines: map[string]string{}, last: map[string]time.Time{}}
 	if f, ok := out.(*os.File); ok {
 		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
 			p.tty, p.width = true, int(ws.Col)
@@ -43,7 +44,7 @@ func newProgress(out io.Writer) *progress {
 }
 
 // update sets the live line of the run label.
-func (p *progress) update(label, line string) {
+func (p *Progress) update(label, line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.lines[label]; !ok {
@@ -61,7 +62,7 @@ func (p *progress) update(label, line string) {
 }
 
 // finish removes the run label's live line and prints its final line.
-func (p *progress) finish(label, line string) {
+func (p *Progress) finish(label, line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.lines, label)
@@ -73,7 +74,7 @@ func (p *progress) finish(label, line string) {
 }
 
 // Write prints b (log output) above the live line.
-func (p *progress) Write(b []byte) (int, error) {
+func (p *Progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLocked()
@@ -82,14 +83,14 @@ func (p *progress) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (p *progress) clearLocked() {
+func (p *Progress) clearLocked() {
 	if p.shown {
 		fmt.Fprint(p.out, "\r\033[K")
 		p.shown = false
 	}
 }
 
-func (p *progress) redrawLocked() {
+func (p *Progress) redrawLocked() {
 	if !p.tty || len(p.order) == 0 {
 		return
 	}
