@@ -7,6 +7,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"time"
@@ -97,11 +98,14 @@ func checkChange(r *http.Request) error {
 	return nil
 }
 
-// handler returns the demo's HTTP handler: /api/path, and everything else
-// from the viewer through page.
-func (d *demo) handler(page http.Handler) http.Handler {
+// handler returns the demo's HTTP handler: /api/path, the path panel's
+// files, and everything else from the viewer through page, a proxy to it
+// which the demo sets to add the panel to the viewer's page.
+func (d *demo) handler(page *httputil.ReverseProxy) http.Handler {
+	withPanel(page)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/path", d.serveAPI)
+	mux.Handle(panelPrefix, panelHandler())
 	mux.Handle("/", page)
 	return mux
 }

@@ -1,7 +1,8 @@
 // The path panel of the experiments demo ("go run ./experiments demo"),
-// which serves this page through a proxy and answers GET api/path with the
-// emulated path's rate and RTT. Elsewhere that request fails and the panel
-// stays hidden. It lets a presenter change the path while the streams play.
+// which serves the viewer's page through a proxy, adds this script (and
+// pathctl.css) to it, and answers GET api/path with the emulated path's
+// rate and RTT. It lets a presenter change the path while the streams
+// play; if api/path does not answer, the panel stays hidden.
 'use strict';
 
 (function () {
