@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -95,6 +96,24 @@ func (c *collector) record(r viewer.Record) {
 	}
 }
 
+// result returns what the collector gathered over cfg's window.
+func (c *collector) result(cfg Config) *Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := &Result{
+		Mode: cfg.Mode.String(), Size: cfg.MaxSize.String(), FPS: cfg.FPS,
+		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
+		FramesReceived: c.received, FramesDisplayed: c.displayed, Misreads: c.misread,
+		DisplayedFPS: float64(c.displayed) / cfg.Duration.Seconds(),
+		G2G:          summarize(c.g2g), CaptureToReceived: summarize(c.c2r),
+		Decode: summarize(c.dec), Draw: summarize(c.drw),
+	}
+	if res.FramesDisplayed > 0 {
+		res.MisreadPct = 100 * float64(res.Misreads) / float64(res.FramesDisplayed)
+	}
+	return res
+}
+
 func (c *collector) set(on bool) {
 	c.mu.Lock()
 	c.on = on
@@ -149,19 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	col.set(false)
 
-	col.mu.Lock()
-	res := &Result{
-		Mode: cfg.Mode.String(), Size: cfg.MaxSize.String(), FPS: cfg.FPS,
-		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
-		FramesReceived: col.received, FramesDisplayed: col.displayed, Misreads: col.misread,
-		DisplayedFPS: float64(col.displayed) / cfg.Duration.Seconds(),
-		G2G:          summarize(col.g2g), CaptureToReceived: summarize(col.c2r),
-		Decode: summarize(col.dec), Draw: summarize(col.drw),
-	}
-	col.mu.Unlock()
-	if res.FramesDisplayed > 0 {
-		res.MisreadPct = 100 * float64(res.Misreads) / float64(res.FramesDisplayed)
-	}
+	res := col.result(cfg)
 	res.APIStatsAtEnd = rg.Viewer.Stats()
 	st := rg.Sender.Status()
 	res.SourceDelay = metrics.Unknown(metrics.Count | metrics.P50 | metrics.P95)
@@ -184,5 +191,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// Targets for glass-to-glass on loopback at 640x360 and 30 fps.
+const (
+	TargetP50     = 50 // ms, at most
+	TargetP95     = 100
+	TargetMisread = 1 // percent, less than
+)
+
+// Met reports whether r meets the targets: frames displayed, and
+// glass-to-glass and misreads within TargetP50, TargetP95 and
+// TargetMisread.
+func (r *Result) Met() bool {
+	return r.FramesDisplayed > 0 && r.G2G.N > 0 && r.G2G.P50 <= TargetP50 && r.G2G.P95 <= TargetP95 && r.MisreadPct < TargetMisread
+}
+
+// WriteText writes r for a person, a line per figure.
+func (r *Result) WriteText(w io.Writer) {
+	met := map[bool]string{true: "met", false: "NOT met"}[r.Met()]
+	fmt.Fprintf(w, "loopback %s at %s, %d fps: %.0f s measured after %.0f s warm-up\n", r.Mode, r.Size, r.FPS, r.DurationS, r.WarmupS)
+	fmt.Fprintf(w, "  frames received %d, displayed %d (%.1f fps), misreads %d (%.2f%%)\n", r.FramesReceived, r.FramesDisplayed, r.DisplayedFPS, r.Misreads, r.MisreadPct)
+	fmt.Fprintf(w, "  glass-to-glass        p50 %6.1f  p95 %6.1f  p99 %6.1f ms  (targets p50 <= %d, p95 <= %d, misreads < %d%%: %s)\n",
+		r.G2G.P50, r.G2G.P95, r.G2G.P99, TargetP50, TargetP95, TargetMisread, met)
+	fmt.Fprintf(w, "  capture to received   p50 %6.1f  p95 %6.1f  p99 %6.1f ms\n", r.CaptureToReceived.P50, r.CaptureToReceived.P95, r.CaptureToReceived.P99)
+	fmt.Fprintf(w, "  decode                p50 %6.1f  p95 %6.1f ms;  draw p50 %.1f  p95 %.1f ms\n", r.Decode.P50, r.Decode.P95, r.Draw.P50, r.Draw.P95)
+	fmt.Fprintf(w, "  sender source delay   p50 %6.2f  p95 %6.2f ms\n", r.SourceDelay.P50, r.SourceDelay.P95)
+	for _, c := range r.APIStatsAtEnd.Clients {
+		fmt.Fprintf(w, "  /api/stats at the end: displayed %d, misreads %d since the page opened; g2g over the last 10 s p50 %.1f  p95 %.1f  p99 %.1f ms\n",
+			c.FramesDisplayed, c.TimestampMisreads, c.G2G.P50, c.G2G.P95, c.G2G.P99)
 	}
 }
