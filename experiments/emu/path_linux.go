@@ -324,22 +324,20 @@ func (p *Path) Do(s Side, fn func() error) error {
 // d now. The packet being serialized finishes at the new rate; packets
 // already in propagation keep their delay. It does nothing after Close.
 func (p *Path) Set(d Direction, r rate.Bitrate, delay time.Duration) {
-	if d != Forward && d != Reverse {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.links[d].Set(p.mv.now(), r, delay)
-	p.mv.wake()
+	p.change(d, func(l *Link, now time.Duration) { l.Set(now, r, delay) })
 }
 
 // Schedule adds steps to the schedule of direction d, each at its At after
 // now (see Link.Schedule): a run times its schedule from its own start
 // rather than the path's. It does nothing after Close.
 func (p *Path) Schedule(d Direction, steps []Step) {
+	p.change(d, func(l *Link, now time.Duration) { l.Schedule(now, steps) })
+}
+
+// change applies fn to the link of direction d at the mover's time now, and
+// wakes the mover to recompute its next departure. It does nothing for an
+// unknown direction or after Close.
+func (p *Path) change(d Direction, fn func(l *Link, now time.Duration)) {
 	if d != Forward && d != Reverse {
 		return
 	}
@@ -348,7 +346,7 @@ func (p *Path) Schedule(d Direction, steps []Step) {
 	if p.closed {
 		return
 	}
-	p.links[d].Schedule(p.mv.now(), steps)
+	fn(p.links[d], p.mv.now())
 	p.mv.wake()
 }
 
