@@ -97,41 +97,51 @@ func parseFlags(args []string, out io.Writer) (options, transport.Mode, media.Si
 		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-max-res %q: %v (ladder: %s)", o.maxRes, err, ladderSizes())
 	}
 
+	m, err := modeOf(o, set)
+	if err != nil {
+		return o, transport.Mode{}, media.Size{}, err
+	}
+	return o, m, maxRes, nil
+}
+
+// modeOf returns the mode -mode names, with -replenish, -lowat and
+// -nodelay applied; set holds the flags given.
+func modeOf(o options, set map[string]bool) (transport.Mode, error) {
 	mode := o.mode
 	switch {
 	case strings.ContainsAny(mode, "=+"):
 		// A full form; the separate flags must not contradict it.
 		if set["replenish"] || set["lowat"] {
-			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q already says its parameter; drop -replenish/-lowat", mode)
+			return transport.Mode{}, fmt.Errorf("-mode %q already says its parameter; drop -replenish/-lowat", mode)
 		}
 	case mode == "replenish":
 		if o.replenish <= 0 {
-			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-replenish %v: want a positive duration", o.replenish)
+			return transport.Mode{}, fmt.Errorf("-replenish %v: want a positive duration", o.replenish)
 		}
 		mode = fmt.Sprintf("replenish=%v", o.replenish)
 	case mode == "lowat":
 		if o.lowat <= 0 {
-			return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode lowat needs -lowat BYTES > 0")
+			return transport.Mode{}, fmt.Errorf("-mode lowat needs -lowat BYTES > 0")
 		}
 		mode = fmt.Sprintf("lowat=%d", o.lowat)
 	}
 	if set["lowat"] && !strings.HasPrefix(mode, "lowat") {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-lowat applies only to -mode lowat")
+		return transport.Mode{}, fmt.Errorf("-lowat applies only to -mode lowat")
 	}
 	if set["replenish"] && !strings.HasPrefix(mode, "replenish") {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-replenish applies only to -mode replenish")
+		return transport.Mode{}, fmt.Errorf("-replenish applies only to -mode replenish")
 	}
 	m, err := transport.ParseMode(mode)
 	if err != nil {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q: %v", o.mode, err)
+		return transport.Mode{}, fmt.Errorf("-mode %q: %v", o.mode, err)
 	}
 	if m.Policy == transport.Expire {
-		return o, transport.Mode{}, media.Size{}, fmt.Errorf("-mode %q: expire is a QUIC mode", o.mode)
+		return transport.Mode{}, fmt.Errorf("-mode %q: expire is a QUIC mode", o.mode)
 	}
 	if set["nodelay"] {
 		m.Nagle = !o.nodelay
 	}
-	return o, m, maxRes, nil
+	return m, nil
 }
 
 func onLadder(sz media.Size) bool {
