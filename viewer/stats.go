@@ -107,8 +107,23 @@ type Parts struct {
 
 // ClientStats describes one connected page; see Stats.
 type ClientStats struct {
-	ID                uint32              `json:"id"`
-	Remote            string              `json:"remote"`
+	ID     uint32 `json:"id"`
+	Remote string `json:"remote"`
+	PageFrames
+	Streams []ClientStreamStats `json:"streams"`
+}
+
+// ClientStreamStats describes one stream as one page received it.
+type ClientStreamStats struct {
+	Stream uint32 `json:"stream"`
+	PageFrames
+	Delivery metrics.Percentiles `json:"delivery_ms"` // p50, p95
+}
+
+// PageFrames are a page's frame counts and times, over all its streams
+// (ClientStats) or one (ClientStreamStats); its fields are those objects'
+// own in JSON.
+type PageFrames struct {
 	FramesSent        uint64              `json:"frames_sent"`
 	FramesDropped     uint64              `json:"frames_dropped"`
 	FramesDisplayed   uint64              `json:"frames_displayed"`
@@ -116,20 +131,6 @@ type ClientStats struct {
 	G2G               metrics.Percentiles `json:"g2g_ms"`    // p50, p95, p99, n
 	Decode            metrics.Percentiles `json:"decode_ms"` // p50, p95
 	Draw              metrics.Percentiles `json:"draw_ms"`   // p50, p95
-	Streams           []ClientStreamStats `json:"streams"`
-}
-
-// ClientStreamStats describes one stream as one page received it.
-type ClientStreamStats struct {
-	Stream            uint32              `json:"stream"`
-	FramesSent        uint64              `json:"frames_sent"`
-	FramesDropped     uint64              `json:"frames_dropped"`
-	FramesDisplayed   uint64              `json:"frames_displayed"`
-	TimestampMisreads uint64              `json:"timestamp_misreads"`
-	G2G               metrics.Percentiles `json:"g2g_ms"`      // p50, p95, p99, n
-	Decode            metrics.Percentiles `json:"decode_ms"`   // p50, p95
-	Draw              metrics.Percentiles `json:"draw_ms"`     // p50, p95
-	Delivery          metrics.Percentiles `json:"delivery_ms"` // p50, p95
 }
 
 // Float is a number that is NaN when unknown; it marshals to JSON rounded
