@@ -189,3 +189,14 @@ func Read(r io.Reader, fn func(kind string, line []byte) error) error {
 	}
 	return s.Err()
 }
+
+// Append decodes line, one record, as a T and appends it to dst: what a
+// ReadFile callback does with the kinds it keeps.
+func Append[T any](dst *[]T, line []byte) error {
+	var v T
+	if err := json.Unmarshal(line, &v); err != nil {
+		return err
+	}
+	*dst = append(*dst, v)
+	return nil
+}

@@ -153,3 +153,13 @@ func TestRead(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+func TestAppend(t *testing.T) {
+	var sinks []Sink
+	if err := Append(&sinks, []byte(`{"us":5,"total":7}`)); err != nil || len(sinks) != 1 || sinks[0] != (Sink{Us: 5, Total: 7}) {
+		t.Fatalf("Append: %v, %+v", err, sinks)
+	}
+	if err := Append(&sinks, []byte(`{"us":"soon"}`)); err == nil || len(sinks) != 1 {
+		t.Fatalf("a bad line: %v, %+v", err, sinks)
+	}
+}

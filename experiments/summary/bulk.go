@@ -1,7 +1,6 @@
 package summary
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -26,43 +25,29 @@ func (d sendData) retransSamples() []retransSample {
 	return s
 }
 
-// readSendRecords reads a sending child's records file.
+// readSendRecords reads a sending process's records file.
 func readSendRecords(path string, d *sendData) error {
-	return records.ReadFile(path, func(kind string, line []byte) error {
+	var conns []records.Conn
+	err := records.ReadFile(path, func(kind string, line []byte) error {
 		switch kind {
 		case records.KindWrite:
-			var l records.Write
-			if err := json.Unmarshal(line, &l); err != nil {
-				return err
-			}
-			d.Writes = append(d.Writes, l)
+			return records.Append(&d.Writes, line)
 		case records.KindRequest:
-			var l records.Request
-			if err := json.Unmarshal(line, &l); err != nil {
-				return err
-			}
-			d.Requests = append(d.Requests, l)
+			return records.Append(&d.Requests, line)
 		case records.KindConn:
-			var l records.Conn
-			if err := json.Unmarshal(line, &l); err != nil {
-				return err
-			}
-			d.Conn = &l
+			return records.Append(&conns, line)
 		}
 		return nil
 	})
+	if len(conns) > 0 {
+		d.Conn = &conns[len(conns)-1]
+	}
+	return err
 }
 
 // readSinkRecords reads the sink's records file.
 func readSinkRecords(path string, d *sendData) error {
-	return records.ReadFile(path, func(kind string, line []byte) error {
-		var l records.Sink
-		if err := json.Unmarshal(line, &l); err != nil {
-			return err
-		}
-		d.Sink = append(d.Sink, l)
-		return nil
-	})
+	return records.ReadFile(path, func(kind string, line []byte) error { return records.Append(&d.Sink, line) })
 }
 
 // summarizeBulk builds the summary and the records of a bulk run.

@@ -2,7 +2,6 @@ package summary
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -25,17 +24,9 @@ func readSenderRecords(path string, v *videoData) error {
 	return records.ReadFile(path, func(kind string, line []byte) error {
 		switch kind {
 		case records.KindFrame:
-			var f records.Frame
-			if err := json.Unmarshal(line, &f); err != nil {
-				return err
-			}
-			v.Frames = append(v.Frames, f)
+			return records.Append(&v.Frames, line)
 		case records.KindConn:
-			var c records.Conn
-			if err := json.Unmarshal(line, &c); err != nil {
-				return err
-			}
-			v.Conns = append(v.Conns, c)
+			return records.Append(&v.Conns, line)
 		}
 		return nil
 	})
@@ -44,15 +35,11 @@ func readSenderRecords(path string, v *videoData) error {
 // readViewerRecords reads cmd/viewer's records file.
 func readViewerRecords(path string, v *videoData) error {
 	return records.ReadFile(path, func(kind string, line []byte) error {
-		var l records.ViewerFrame
-		if err := json.Unmarshal(line, &l); err != nil {
-			return err
-		}
 		switch kind {
 		case records.KindReceived:
-			v.Received = append(v.Received, l)
+			return records.Append(&v.Received, line)
 		case records.KindDisplayed:
-			v.Displayed = append(v.Displayed, l)
+			return records.Append(&v.Displayed, line)
 		}
 		return nil
 	})
