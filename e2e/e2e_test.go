@@ -21,6 +21,7 @@ import (
 	"replenish/internal/rig"
 	"replenish/media"
 	"replenish/media/vpx"
+	"replenish/metrics"
 	"replenish/sender"
 	"replenish/transport/tcp"
 	"replenish/viewer"
@@ -51,7 +52,7 @@ func streamNamed(st viewer.Stats, name string) (viewer.StreamStats, bool) {
 	return viewer.StreamStats{}, false
 }
 
-func known(f viewer.Float) bool { return !math.IsNaN(float64(f)) }
+func known(f float64) bool { return !math.IsNaN(f) }
 
 // TestLoopbackSenderToViewer runs the real sender (replenish mode, TCP) into
 // the real viewer and checks what the viewer measured: frames at the
@@ -88,7 +89,7 @@ func TestLoopbackSenderToViewer(t *testing.T) {
 	if s.FPS < 10 || s.Bitrate <= 0 {
 		t.Errorf("fps %v bitrate %v", s.FPS, s.Bitrate)
 	}
-	for name, q := range map[string]viewer.Quantiles{"wait": s.Parts.Wait, "encode": s.Parts.Encode, "source delay": s.Parts.SourceDelay, "network": s.Parts.Network} {
+	for name, q := range map[string]metrics.Percentiles{"wait": s.Parts.Wait, "encode": s.Parts.Encode, "source delay": s.Parts.SourceDelay, "network": s.Parts.Network} {
 		if !known(q.P50) || q.P50 < 0 {
 			t.Errorf("part %s: %+v, want a non-negative median", name, q)
 		}

@@ -14,13 +14,6 @@ import (
 	"replenish/transport"
 )
 
-// Targets for glass-to-glass on loopback at 640x360 and 30 fps.
-const (
-	loopbackP50Max     = 50  // ms
-	loopbackP95Max     = 100 // ms
-	loopbackMisreadMax = 1   // percent, exclusive
-)
-
 func loopbackMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loopback", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -67,18 +60,7 @@ flags:
 			return 1
 		}
 	}
-	met := r.FramesDisplayed > 0 && r.G2G.N > 0 && r.G2G.P50 <= loopbackP50Max && r.G2G.P95 <= loopbackP95Max && r.MisreadPct < loopbackMisreadMax
-	fmt.Fprintf(stdout, "loopback %s at %s, %d fps: %.0f s measured after %.0f s warm-up\n", r.Mode, r.Size, r.FPS, r.DurationS, r.WarmupS)
-	fmt.Fprintf(stdout, "  frames received %d, displayed %d (%.1f fps), misreads %d (%.2f%%)\n", r.FramesReceived, r.FramesDisplayed, r.DisplayedFPS, r.Misreads, r.MisreadPct)
-	fmt.Fprintf(stdout, "  glass-to-glass        p50 %6.1f  p95 %6.1f  p99 %6.1f ms  (targets p50 <= %d, p95 <= %d, misreads < %d%%: %s)\n",
-		r.G2G.P50, r.G2G.P95, r.G2G.P99, loopbackP50Max, loopbackP95Max, loopbackMisreadMax, map[bool]string{true: "met", false: "NOT met"}[met])
-	fmt.Fprintf(stdout, "  capture to received   p50 %6.1f  p95 %6.1f  p99 %6.1f ms\n", r.CaptureToReceived.P50, r.CaptureToReceived.P95, r.CaptureToReceived.P99)
-	fmt.Fprintf(stdout, "  decode                p50 %6.1f  p95 %6.1f ms;  draw p50 %.1f  p95 %.1f ms\n", r.Decode.P50, r.Decode.P95, r.Draw.P50, r.Draw.P95)
-	fmt.Fprintf(stdout, "  sender source delay   p50 %6.2f  p95 %6.2f ms\n", r.SourceDelay.P50, r.SourceDelay.P95)
-	for _, c := range r.APIStatsAtEnd.Clients {
-		fmt.Fprintf(stdout, "  /api/stats at the end: displayed %d, misreads %d since the page opened; g2g over the last 10 s p50 %.1f  p95 %.1f  p99 %.1f ms\n",
-			c.FramesDisplayed, c.TimestampMisreads, float64(c.G2G.P50), float64(c.G2G.P95), float64(c.G2G.P99))
-	}
+	r.WriteText(stdout)
 	if *out != "" {
 		b, _ := json.MarshalIndent(r, "", "  ")
 		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {

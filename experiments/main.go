@@ -16,21 +16,31 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"replenish/experiments/workload"
 )
 
-// commands maps a subcommand to its function, which returns the exit code.
-var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+// command is a subcommand: it returns the exit code.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// commands maps a subcommand to its function.
+var commands = map[string]command{
 	"loopback": loopbackMain,
 	"run":      runMain,
 	"report":   reportMain,
 	"demo":     demoMain,
-	// Hidden: the workloads, re-executed inside the namespaces by run.
-	"bulk-send": bulkSendMain,
-	"bulk-sink": bulkSinkMain,
-	"rr-client": rrClientMain,
-	"rr-server": rrServerMain,
 	// Hidden: computes the summaries of a results directory again.
 	"resummarize": resummarizeMain,
+}
+
+// Hidden: the workloads' processes, which run re-executes inside the
+// namespaces (workload.Roles).
+func init() {
+	for _, r := range workload.Roles {
+		commands[string(r)] = func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+			return workload.Main(ctx, r, args, stdout, stderr)
+		}
+	}
 }
 
 func main() {

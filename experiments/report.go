@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"replenish/experiments/report"
+	"replenish/experiments/summary"
+	"replenish/records"
 )
 
 // reportMain is the report command: it rebuilds a results directory's
@@ -26,26 +28,34 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	out := fs.String("out", "", "results `directory` written by run")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if *out == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "report: need --out DIR and nothing else")
-		return 2
+	out, code := parseOut(fs, args, stderr)
+	if out == "" {
+		return code
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := report.Build(*out, log); err != nil {
+	if err := report.Build(out, log); err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
-	runs, _ := report.Load(*out)
-	fmt.Fprint(stdout, report.Markdown(runs))
-	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(*out, "index.html"))
+	printReport(stdout, out)
 	return 0
+}
+
+// parseOut parses the only flag of the report and resummarize commands,
+// --out, on fs, and returns its value, or "" and the exit code.
+func parseOut(fs *flag.FlagSet, args []string, stderr io.Writer) (out string, code int) {
+	fs.StringVar(&out, "out", "", "results `directory` written by run")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return "", 0
+		}
+		return "", 2
+	}
+	if out == "" || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: need --out DIR and nothing else\n", fs.Name())
+		return "", 2
+	}
+	return out, 0
 }
 
 // resummarizeMain is the hidden command "resummarize": it computes every
@@ -55,35 +65,27 @@ flags:
 func resummarizeMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("resummarize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "", "results `directory` written by run")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	out, code := parseOut(fs, args, stderr)
+	if out == "" {
+		return code
 	}
-	if *out == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "resummarize: need --out DIR and nothing else")
-		return 2
-	}
-	dirs, err := filepath.Glob(filepath.Join(*out, "runs", "*", "raw", inputFile))
+	dirs, err := filepath.Glob(filepath.Join(out, records.RunsDir, "*", records.RawDir, records.InputFile))
 	if err != nil || len(dirs) == 0 {
-		fmt.Fprintf(stderr, "resummarize: no runs with %s under %s\n", inputFile, *out)
+		fmt.Fprintf(stderr, "resummarize: no runs with %s under %s\n", records.InputFile, out)
 		return 1
 	}
-	code := 0
 	for _, f := range dirs {
 		raw := filepath.Dir(f)
-		run, recs, err := summarizeRaw(raw)
+		run, recs, err := summary.Resummarize(raw)
 		if err == nil {
-			err = writeRun(filepath.Dir(raw), run, recs)
+			err = summary.Write(filepath.Dir(raw), run, recs)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "resummarize: %s: %v\n", filepath.Dir(raw), err)
 			code = 1
 		}
 	}
-	if c := reportMain(ctx, []string{"--out", *out}, stdout, stderr); c != 0 {
+	if c := reportMain(ctx, []string{"--out", out}, stdout, stderr); c != 0 {
 		return c
 	}
 	return code

@@ -1,10 +1,10 @@
 // Package metrics keeps bounded windows of timed samples and summarises them
-// with percentiles, for status lines, the viewer's API and experiment runs.
+// with percentiles (Percentiles, the one summary type of the project), for
+// status lines, the viewer's API, the path emulator and experiment runs.
 package metrics
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -65,30 +65,6 @@ func (w *Window) Sum(now time.Time) (sum float64, n int) {
 		sum += w.buf[(w.head+i)%len(w.buf)].v
 	}
 	return sum, w.n
-}
-
-// Summary holds percentiles of a set of values; fields are NaN when there
-// were no values.
-type Summary struct {
-	N                  int
-	P50, P95, P99, Max float64
-}
-
-// Summarize returns the percentiles of values (nearest-rank on the sorted
-// values). It sorts values in place.
-func Summarize(values []float64) Summary {
-	if len(values) == 0 {
-		nan := math.NaN()
-		return Summary{P50: nan, P95: nan, P99: nan, Max: nan}
-	}
-	slices.Sort(values)
-	return Summary{
-		N:   len(values),
-		P50: Percentile(values, 50),
-		P95: Percentile(values, 95),
-		P99: Percentile(values, 99),
-		Max: values[len(values)-1],
-	}
 }
 
 // Percentile returns the p-th percentile (0..100) of sorted values by the

@@ -185,20 +185,20 @@ func TestBrowserPage(t *testing.T) {
 		return client.FramesDisplayed >= 2*want && len(client.Streams) == 2
 	})
 	t.Logf("client stats: %+v", client)
-	if !client.G2G.P50.Known() || client.G2G.N == 0 || client.G2G.P50 < 0 || !client.Decode.P50.Known() || !client.Draw.P50.Known() {
+	if !known(client.G2G.P50) || client.G2G.N == 0 || client.G2G.P50 < 0 || !known(client.Decode.P50) || !known(client.Draw.P50) {
 		t.Errorf("client stats %+v", client)
 	}
 	if client.TimestampMisreads*20 > client.FramesDisplayed {
 		t.Errorf("%d misreads in %d frames", client.TimestampMisreads, client.FramesDisplayed)
 	}
 	for _, cs := range client.Streams {
-		if cs.FramesDisplayed == 0 || !cs.G2G.P50.Known() || !cs.Delivery.P50.Known() {
+		if cs.FramesDisplayed == 0 || !known(cs.G2G.P50) || !known(cs.Delivery.P50) {
 			t.Errorf("stream %d as the page saw it: %+v", cs.Stream, cs)
 		}
 	}
 	for _, name := range names {
 		s, _ := ts.stats(t).stream(name)
-		if !s.Parts.Encode.P50.Known() || !s.Parts.Network.P50.Known() || s.Width != size.W {
+		if !known(s.Parts.Encode.P50) || !known(s.Parts.Network.P50) || s.Width != size.W {
 			t.Errorf("stream %s: %+v", name, s)
 		}
 	}

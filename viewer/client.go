@@ -597,15 +597,17 @@ func (c *client) stats(now time.Time) ClientStats {
 		decode = append(decode, d...)
 		draw = append(draw, w...)
 		cs.Streams = append(cs.Streams, ClientStreamStats{
-			Stream:            id,
-			FramesSent:        st.sent,
-			FramesDropped:     st.dropped,
-			FramesDisplayed:   st.displayed,
-			TimestampMisreads: st.misreads,
-			G2G:               latencyOf(g),
-			Decode:            quantilesOf(d),
-			Draw:              quantilesOf(w),
-			Delivery:          quantilesOf(dl),
+			Stream: id,
+			PageFrames: PageFrames{
+				FramesSent:        st.sent,
+				FramesDropped:     st.dropped,
+				FramesDisplayed:   st.displayed,
+				TimestampMisreads: st.misreads,
+				G2G:               latencyOf(g),
+				Decode:            quantilesOf(d),
+				Draw:              quantilesOf(w),
+			},
+			Delivery: quantilesOf(dl),
 		})
 		cs.FramesSent += st.sent
 		cs.FramesDropped += st.dropped

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,6 +22,9 @@ import (
 	"replenish/framer"
 	"replenish/internal/certs"
 )
+
+// known reports whether a percentile of the stats has a value.
+func known(v float64) bool { return !math.IsNaN(v) }
 
 // waitLimit bounds every wait for a condition in these tests. It is a
 // deadlock guard, not a performance threshold.

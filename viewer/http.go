@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,7 +59,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Token == "" {
-			if !isLoopbackHost(hostOnly(r.Host)) {
+			if !IsLoopback(r.Host) {
 				http.Error(w, "viewer: without a token, use a loopback address (such as 127.0.0.1) in the URL", http.StatusForbidden)
 				return
 			}
@@ -111,12 +110,4 @@ func (s *Server) checkOrigin(r *http.Request) bool {
 	}
 	s.log.Info("WebSocket origin refused", "origin", origin, "host", r.Host)
 	return false
-}
-
-// hostOnly returns host without its port and brackets.
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.Trim(hostport, "[]")
 }

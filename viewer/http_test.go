@@ -171,3 +171,18 @@ func TestOriginCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestIsLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"127.0.0.1", true}, {"127.0.0.1:8080", true}, {"127.9.9.9:1", true}, {"[::1]:8080", true}, {"::1", true}, {"[::1]", true},
+		{"localhost", true}, {"LocalHost:8080", true},
+		{"0.0.0.0:8080", false}, {"10.0.0.1", false}, {"evil.example:8080", false}, {"localhost.evil.example", false}, {"", false}, {":8080", false},
+	} {
+		if got := IsLoopback(tc.in); got != tc.want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

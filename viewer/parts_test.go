@@ -253,7 +253,7 @@ func TestReportWindowsBounded(t *testing.T) {
 		return ClientStats{}
 	}
 	eventually(t, "all 20 reports", func() bool { return client().FramesDisplayed == 20 })
-	eventually(t, "the sender's timings", func() bool { s, _ := ts.Stats().stream("s"); return s.Parts.Encode.P50.Known() })
+	eventually(t, "the sender's timings", func() bool { s, _ := ts.Stats().stream("s"); return known(s.Parts.Encode.P50) })
 	if c := client(); c.G2G.N != capacity || c.Streams[0].G2G.N != capacity {
 		t.Fatalf("g2g holds %d samples, want the cap %d", c.G2G.N, capacity)
 	}
@@ -262,10 +262,10 @@ func TestReportWindowsBounded(t *testing.T) {
 	// counters stay.
 	clock.advance(10*time.Second + time.Millisecond)
 	c := client()
-	if c.G2G.N != 0 || c.G2G.P50.Known() || c.Decode.P50.Known() || c.FramesDisplayed != 20 {
+	if c.G2G.N != 0 || known(c.G2G.P50) || known(c.Decode.P50) || c.FramesDisplayed != 20 {
 		t.Fatalf("after the window: %+v", c)
 	}
-	if s, _ := ts.Stats().stream("s"); s.Parts.Encode.P50.Known() || s.FPS != 0 {
+	if s, _ := ts.Stats().stream("s"); known(s.Parts.Encode.P50) || s.FPS != 0 {
 		t.Fatalf("stream after the window: %+v", s)
 	}
 }

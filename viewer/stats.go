@@ -85,27 +85,27 @@ type Stats struct {
 
 // StreamStats describes one sender stream; see Stats.
 type StreamStats struct {
-	ID                   uint32       `json:"id"`
-	Name                 string       `json:"name"`
-	Remote               string       `json:"remote"`
-	Transport            string       `json:"transport"`
-	Mode                 string       `json:"mode"`
-	Connected            bool         `json:"connected"`
-	FramesReceived       uint64       `json:"frames_received"`
-	Bytes                uint64       `json:"bytes"`
-	Bitrate              rate.Bitrate `json:"bitrate_bps"`
-	FPS                  Float        `json:"fps"`
-	Width                int          `json:"width"`
-	Height               int          `json:"height"`
-	Keyframes            uint64       `json:"keyframes"`
-	KeyframeRequests     uint64       `json:"keyframe_requests"`
-	ClockOffsetMS        Float        `json:"clock_offset_ms"`
-	DroppedPartialFrames uint64       `json:"dropped_partial_frames"`
-	FramesLost           uint64       `json:"frames_lost"`
-	FramesUndecodable    uint64       `json:"frames_undecodable"`
-	CaptureToReceived    Latency      `json:"capture_to_received_ms"`
-	Sender               SenderStats  `json:"sender"`
-	Parts                Parts        `json:"parts_ms"`
+	ID                   uint32              `json:"id"`
+	Name                 string              `json:"name"`
+	Remote               string              `json:"remote"`
+	Transport            string              `json:"transport"`
+	Mode                 string              `json:"mode"`
+	Connected            bool                `json:"connected"`
+	FramesReceived       uint64              `json:"frames_received"`
+	Bytes                uint64              `json:"bytes"`
+	Bitrate              rate.Bitrate        `json:"bitrate_bps"`
+	FPS                  Float               `json:"fps"`
+	Width                int                 `json:"width"`
+	Height               int                 `json:"height"`
+	Keyframes            uint64              `json:"keyframes"`
+	KeyframeRequests     uint64              `json:"keyframe_requests"`
+	ClockOffsetMS        Float               `json:"clock_offset_ms"`
+	DroppedPartialFrames uint64              `json:"dropped_partial_frames"`
+	FramesLost           uint64              `json:"frames_lost"`
+	FramesUndecodable    uint64              `json:"frames_undecodable"`
+	CaptureToReceived    metrics.Percentiles `json:"capture_to_received_ms"` // p50, p95, p99, n
+	Sender               SenderStats         `json:"sender"`
+	Parts                Parts               `json:"parts_ms"`
 }
 
 // SenderStats holds the rates from the sender's last timing report; nil
@@ -115,53 +115,40 @@ type SenderStats struct {
 	Target    *rate.Bitrate `json:"target_bps"`
 }
 
-// Parts holds the sender-side latency parts, in ms.
+// Parts holds the sender-side latency parts, in ms, each as p50 and p95.
 type Parts struct {
-	Wait        Quantiles `json:"wait"`
-	Encode      Quantiles `json:"encode"`
-	SourceDelay Quantiles `json:"source_delay"`
-	Network     Quantiles `json:"network"`
+	Wait        metrics.Percentiles `json:"wait"`
+	Encode      metrics.Percentiles `json:"encode"`
+	SourceDelay metrics.Percentiles `json:"source_delay"`
+	Network     metrics.Percentiles `json:"network"`
 }
 
 // ClientStats describes one connected page; see Stats.
 type ClientStats struct {
-	ID                uint32              `json:"id"`
-	Remote            string              `json:"remote"`
-	FramesSent        uint64              `json:"frames_sent"`
-	FramesDropped     uint64              `json:"frames_dropped"`
-	FramesDisplayed   uint64              `json:"frames_displayed"`
-	TimestampMisreads uint64              `json:"timestamp_misreads"`
-	G2G               Latency             `json:"g2g_ms"`
-	Decode            Quantiles           `json:"decode_ms"`
-	Draw              Quantiles           `json:"draw_ms"`
-	Streams           []ClientStreamStats `json:"streams"`
+	ID     uint32 `json:"id"`
+	Remote string `json:"remote"`
+	PageFrames
+	Streams []ClientStreamStats `json:"streams"`
 }
 
 // ClientStreamStats describes one stream as one page received it.
 type ClientStreamStats struct {
-	Stream            uint32    `json:"stream"`
-	FramesSent        uint64    `json:"frames_sent"`
-	FramesDropped     uint64    `json:"frames_dropped"`
-	FramesDisplayed   uint64    `json:"frames_displayed"`
-	TimestampMisreads uint64    `json:"timestamp_misreads"`
-	G2G               Latency   `json:"g2g_ms"`
-	Decode            Quantiles `json:"decode_ms"`
-	Draw              Quantiles `json:"draw_ms"`
-	Delivery          Quantiles `json:"delivery_ms"`
+	Stream uint32 `json:"stream"`
+	PageFrames
+	Delivery metrics.Percentiles `json:"delivery_ms"` // p50, p95
 }
 
-// Quantiles are the median and 95th percentile of a set of samples, in ms.
-type Quantiles struct {
-	P50 Float `json:"p50"`
-	P95 Float `json:"p95"`
-}
-
-// Latency is a latency distribution in ms, with its sample count.
-type Latency struct {
-	P50 Float `json:"p50"`
-	P95 Float `json:"p95"`
-	P99 Float `json:"p99"`
-	N   int   `json:"n"`
+// PageFrames are a page's frame counts and times, over all its streams
+// (ClientStats) or one (ClientStreamStats); its fields are those objects'
+// own in JSON.
+type PageFrames struct {
+	FramesSent        uint64              `json:"frames_sent"`
+	FramesDropped     uint64              `json:"frames_dropped"`
+	FramesDisplayed   uint64              `json:"frames_displayed"`
+	TimestampMisreads uint64              `json:"timestamp_misreads"`
+	G2G               metrics.Percentiles `json:"g2g_ms"`    // p50, p95, p99, n
+	Decode            metrics.Percentiles `json:"decode_ms"` // p50, p95
+	Draw              metrics.Percentiles `json:"draw_ms"`   // p50, p95
 }
 
 // Float is a number that is NaN when unknown; it marshals to JSON rounded
@@ -194,14 +181,16 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 // Known reports whether f holds a value.
 func (f Float) Known() bool { return !math.IsNaN(float64(f)) }
 
-func quantilesOf(v []float64) Quantiles {
-	s := metrics.Summarize(v)
-	return Quantiles{P50: Float(s.P50), P95: Float(s.P95)}
+// quantilesOf summarises v (ms, sorted in place) as the API gives most
+// distributions: p50 and p95, to the microsecond.
+func quantilesOf(v []float64) metrics.Percentiles {
+	return metrics.Summarize(v).Round(3).Only(metrics.P50 | metrics.P95)
 }
 
-func latencyOf(v []float64) Latency {
-	s := metrics.Summarize(v)
-	return Latency{P50: Float(s.P50), P95: Float(s.P95), P99: Float(s.P99), N: s.N}
+// latencyOf summarises v (ms, sorted in place) as the API gives the
+// latencies: p50, p95, p99 and the count, to the microsecond.
+func latencyOf(v []float64) metrics.Percentiles {
+	return metrics.Summarize(v).Round(3).Only(metrics.P50 | metrics.P95 | metrics.P99 | metrics.Count)
 }
 
 // Stats returns the viewer's current numbers. It is safe to call at any

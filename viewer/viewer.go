@@ -30,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,8 +185,7 @@ func (c *Config) withDefaults() error {
 			return fmt.Errorf("%w: %s address %q: bad port", ErrConfig, a.name, a.addr)
 		}
 	}
-	host, _, _ := net.SplitHostPort(c.HTTP)
-	if c.Token == "" && !isLoopbackHost(host) {
+	if c.Token == "" && !IsLoopback(c.HTTP) {
 		return fmt.Errorf("%w: %w (%q); set a token or use 127.0.0.1", ErrConfig, ErrTokenRequired, c.HTTP)
 	}
 	for _, d := range []struct {
@@ -445,12 +445,21 @@ func (s *Server) track() bool {
 	return true
 }
 
-// isLoopbackHost reports whether host (no port) names the loopback
-// interface: "localhost" or a loopback IP.
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
+// IsLoopback reports whether hostport, a host or a host:port as in a Host
+// header or a listening address, names the loopback interface: localhost
+// (in any case) or a loopback IP, bracketed or not. Without a token the
+// viewer answers only requests that name such a host, so that a page
+// elsewhere cannot reach it by rebinding its own host name to 127.0.0.1;
+// the experiments demo applies the same rule.
+func IsLoopback(hostport string) bool {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
+	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
 }

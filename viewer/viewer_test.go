@@ -612,7 +612,7 @@ func TestSenderReportParts(t *testing.T) {
 		}},
 	})
 	var s StreamStats
-	eventually(t, "parts", func() bool { s, _ = ts.stats(t).stream("s"); return s.Parts.Network.P50.Known() })
+	eventually(t, "parts", func() bool { s, _ = ts.stats(t).stream("s"); return known(s.Parts.Network.P50) })
 	if s.Parts.Wait.P50 != 2 || s.Parts.Encode.P50 != 5 || s.Parts.SourceDelay.P50 != 12 {
 		t.Errorf("parts %+v, want wait 2, encode 5, source delay 12", s.Parts)
 	}
@@ -671,7 +671,7 @@ func TestStatsJSONFields(t *testing.T) {
 	parts := stream["parts_ms"].(map[string]any)
 	for _, k := range []string{"wait", "encode", "source_delay", "network"} {
 		q := parts[k].(map[string]any)
-		hasKeys(t, k, q, "p50", "p95")
+		exactKeys(t, k, q, "p50", "p95")
 		if q["p50"] != nil {
 			t.Errorf("%s p50 = %v with no samples, want null", k, q["p50"])
 		}
@@ -682,16 +682,30 @@ func TestStatsJSONFields(t *testing.T) {
 	client := doc["clients"].([]any)[0].(map[string]any)
 	hasKeys(t, "client", client, "id", "remote", "frames_displayed", "timestamp_misreads", "g2g_ms", "decode_ms",
 		"draw_ms", "frames_dropped", "streams")
-	hasKeys(t, "client g2g", client["g2g_ms"].(map[string]any), "p50", "p95", "p99", "n")
+	exactKeys(t, "client g2g", client["g2g_ms"].(map[string]any), "p50", "p95", "p99", "n")
+	exactKeys(t, "stream capture to received", stream["capture_to_received_ms"].(map[string]any), "p50", "p95", "p99", "n")
+	for _, k := range []string{"decode_ms", "draw_ms"} {
+		exactKeys(t, "client "+k, client[k].(map[string]any), "p50", "p95")
+	}
 	if g := client["g2g_ms"].(map[string]any); g["p50"] != nil || g["n"] != 0.0 {
 		t.Errorf("g2g with no samples = %v, want null percentiles and n 0", g)
 	}
 	cs := client["streams"].([]any)[0].(map[string]any)
 	hasKeys(t, "client stream", cs, "stream", "frames_sent", "frames_dropped", "frames_displayed", "timestamp_misreads",
 		"g2g_ms", "decode_ms", "draw_ms", "delivery_ms")
-	hasKeys(t, "client stream g2g", cs["g2g_ms"].(map[string]any), "p50", "p95", "p99", "n")
+	exactKeys(t, "client stream g2g", cs["g2g_ms"].(map[string]any), "p50", "p95", "p99", "n")
 	for _, k := range []string{"decode_ms", "draw_ms", "delivery_ms"} {
-		hasKeys(t, k, cs[k].(map[string]any), "p50", "p95")
+		exactKeys(t, k, cs[k].(map[string]any), "p50", "p95")
+	}
+}
+
+// exactKeys checks that m has the keys and no others: the API's
+// distributions keep their documented shape.
+func exactKeys(t *testing.T, what string, m map[string]any, keys ...string) {
+	t.Helper()
+	hasKeys(t, what, m, keys...)
+	if len(m) != len(keys) {
+		t.Errorf("%s: %v has keys beyond %q", what, m, keys)
 	}
 }
 

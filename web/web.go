@@ -8,7 +8,7 @@ import (
 	"io/fs"
 )
 
-//go:embed index.html style.css app.js stamp.js pathctl.js
+//go:embed index.html style.css app.js stamp.js
 var files embed.FS
 
 // FS returns the page's files: index.html at the root, with the style sheet

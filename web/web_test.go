@@ -29,6 +29,21 @@ func TestFS(t *testing.T) {
 	}
 }
 
+// TestNoDemoPanel checks that the viewer's page is the product's: the
+// experiments demo adds its path panel itself.
+func TestNoDemoPanel(t *testing.T) {
+	b, err := fs.ReadFile(FS(), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "pathctl") {
+		t.Error("index.html refers to the demo's path panel")
+	}
+	if _, err := fs.Stat(FS(), "pathctl.js"); err == nil {
+		t.Error("the page's files hold the demo's path panel")
+	}
+}
+
 // TestSelfContained checks that the page loads nothing from elsewhere: a
 // demo machine may be offline.
 func TestSelfContained(t *testing.T) {

@@ -71,7 +71,7 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var rec *records
+	var rec *recordsFile
 	scfg := sender.Config{Name: o.name, Mode: o.modeText(), MaxSize: o.maxRes, FPS: o.fps, Start: o.start, Logger: log,
 		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
 	if o.records != "" {
@@ -112,7 +112,7 @@ func run(args []string, stderr io.Writer) int {
 		OnDisconnect: func(c transport.Counters, err error) {
 			st.setConn(fmt.Sprintf("disconnected: %v", err))
 			if rec != nil {
-				rec.conn(c)
+				rec.conn(o.transport, c)
 			}
 		},
 	})

@@ -19,7 +19,7 @@ import (
 	"syscall"
 
 	"replenish/internal/certs"
-	"replenish/internal/jsonl"
+	"replenish/records"
 	"replenish/viewer"
 )
 
@@ -121,7 +121,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		cfg.Certificate = &cert
 	}
 	if o.records != "" {
-		w, err := jsonl.Create(o.records, maxRecords)
+		w, err := records.Create(o.records, maxRecords)
 		if err != nil {
 			fmt.Fprintf(stderr, "viewer: -records: %v\n", err)
 			return 1

@@ -119,6 +119,13 @@ type LinkConfig struct {
 	Schedule []Step
 }
 
+// SplitRTT returns the one-way delays that make up a round-trip time of
+// rtt, split evenly between the two directions (the forward one gets the
+// lower half of an odd nanosecond).
+func SplitRTT(rtt time.Duration) (forward, reverse time.Duration) {
+	return rtt / 2, rtt - rtt/2
+}
+
 // Step is one change of a rate schedule.
 type Step struct {
 	At    time.Duration // time after the link starts
@@ -162,6 +169,11 @@ type Config struct {
 	// means MTU. A smaller one gives TCP a smaller MSS, as on paths
 	// through tunnels (1280 gives an MSS of 1228).
 	MTU int
+	// SendBuffer is the initial send buffer of TCP sockets in the sender's
+	// namespace, in bytes (the default of net.ipv4.tcp_wmem, whose maximum
+	// is then at least 32 MiB; autotuning may grow it), up to 1 GiB. 0
+	// keeps Linux's 16 KiB.
+	SendBuffer int
 	// Logger receives setup, cleanup and error messages; nil discards them.
 	Logger *slog.Logger
 }

@@ -111,13 +111,25 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 		queueTime:  cfg.QueueTime,
 		loss:       cfg.Loss,
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656d75)),
-		steps:      slices.Clone(cfg.Schedule),
 	}
 	if l.queueBytes == 0 && l.queueTime == 0 {
 		l.queueTime = DefaultQueueTime
 	}
-	slices.SortStableFunc(l.steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
+	l.Schedule(0, cfg.Schedule)
 	return l, nil
+}
+
+// Schedule adds steps to the link's schedule, each at its At after now (a
+// duration since the link started): the schedule of LinkConfig is the one
+// added at 0. Steps need not be sorted; a step at a negative At is taken
+// as at now. A step applies at its time, as a Set then would.
+func (l *Link) Schedule(now time.Duration, steps []Step) {
+	now = l.advance(now)
+	for _, s := range steps {
+		s.At = now + max(s.At, 0)
+		l.steps = append(l.steps, s)
+	}
+	slices.SortStableFunc(l.steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 }
 
 // Arrive offers a packet of size bytes at time now and returns the verdict.

@@ -22,6 +22,7 @@ type op struct {
 	set   bool
 	rate  rate.Bitrate
 	delay time.Duration
+	sched []Step // Schedule at at
 }
 
 func arrive(at time.Duration, size int) op { return op{at: at, size: size} }
@@ -62,6 +63,10 @@ func runLink(t *testing.T, cfg LinkConfig, ops []op) ([]Verdict, []Departure) {
 		drain(o.at)
 		if o.set {
 			l.Set(o.at, o.rate, o.delay)
+			continue
+		}
+		if o.sched != nil {
+			l.Schedule(o.at, o.sched)
 			continue
 		}
 		verdicts = append(verdicts, l.Arrive(o.at, o.size))
@@ -151,6 +156,18 @@ func TestLinkScenarios(t *testing.T) {
 		// The second packet is half sent at 18 ms; 750 bytes at 2 Mb/s take 3 ms.
 		ops:  burst(0, 1500, 3),
 		deps: []dep{{12 * ms, 0}, {21 * ms, 12 * ms}, {27 * ms, 21 * ms}},
+	}, {
+		name: "step scheduled later, timed from then",
+		cfg:  LinkConfig{Rate: rate.Mbps},
+		// The step applies at 5 + 13 = 18 ms, as in the case above.
+		ops:  append(burst(0, 1500, 3), op{at: 5 * ms, sched: []Step{{At: 13 * ms, Rate: 2 * rate.Mbps}}}),
+		deps: []dep{{12 * ms, 0}, {21 * ms, 12 * ms}, {27 * ms, 21 * ms}},
+	}, {
+		name: "scheduled step and configured step, in time order",
+		cfg:  LinkConfig{Rate: rate.Mbps, Schedule: []Step{{At: 30 * ms, Rate: 4 * rate.Mbps}}},
+		ops: []op{{at: 2 * ms, sched: []Step{{At: 3 * ms, Rate: 2 * rate.Mbps}}},
+			arrive(10*ms, 1500), arrive(40*ms, 1500)},
+		deps: []dep{{16 * ms, 0}, {43 * ms, 0}},
 	}, {
 		name: "rate step while idle",
 		cfg:  LinkConfig{Rate: rate.Mbps, Schedule: []Step{{At: 5 * ms, Rate: 2 * rate.Mbps}}},

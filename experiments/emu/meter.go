@@ -3,14 +3,9 @@ package emu
 import (
 	"math/bits"
 	"time"
-)
 
-// Percentiles summarizes a distribution of durations. Percentiles are
-// within 1.6% (they come from a log-linear histogram); Max is exact.
-type Percentiles struct {
-	P50, P95, P99 time.Duration
-	Max           time.Duration
-}
+	"replenish/metrics"
+)
 
 // Counters counts what happened in one direction over some span of time.
 type Counters struct {
@@ -21,11 +16,12 @@ type Counters struct {
 	Losses    int64         // arrivals removed by random loss
 	Overflows int64         // arrivals refused because the emulator held its memory cap
 	// Queue is the time delivered packets waited in the bottleneck queue
-	// before their serialization began.
-	Queue Percentiles
+	// before their serialization began, in ms. Its percentiles are within
+	// 1.6% (they come from a log-linear histogram); Max is exact.
+	Queue metrics.Percentiles
 	// Late is how long after its computed departure the mover wrote each
-	// delivered packet: the emulator's own timing error.
-	Late Percentiles
+	// delivered packet, in ms: the emulator's own timing error.
+	Late metrics.Percentiles
 }
 
 // Rate returns the delivered bytes over the span, in bits per second.
@@ -100,12 +96,17 @@ func (h *histogram) quantile(q float64) time.Duration {
 	return time.Duration(h.max)
 }
 
-func (h *histogram) percentiles() Percentiles {
-	return Percentiles{
-		P50: h.quantile(0.50),
-		P95: h.quantile(0.95),
-		P99: h.quantile(0.99),
-		Max: time.Duration(h.max),
+// percentiles summarises the histogram in ms; the values are 0 when it is
+// empty (no packet waited), not unknown.
+func (h *histogram) percentiles() metrics.Percentiles {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return metrics.Percentiles{
+		N:       int(h.n),
+		P50:     ms(h.quantile(0.50)),
+		P95:     ms(h.quantile(0.95)),
+		P99:     ms(h.quantile(0.99)),
+		Max:     ms(time.Duration(h.max)),
+		Figures: metrics.All,
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"replenish/metrics"
 )
 
 func TestHistogramBuckets(t *testing.T) {
@@ -30,11 +32,20 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 }
 
+// durations are percentiles as durations, for the tests.
+type durations struct{ P50, P95, P99, Max time.Duration }
+
+// durationsOf returns the ms of p as durations, rounded to the nanosecond.
+func durationsOf(p metrics.Percentiles) durations {
+	d := func(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
+	return durations{d(p.P50), d(p.P95), d(p.P99), d(p.Max)}
+}
+
 func TestHistogramPercentiles(t *testing.T) {
 	tests := []struct {
 		name   string
 		values func(add func(time.Duration))
-		want   Percentiles
+		want   durations
 	}{{
 		name:   "empty",
 		values: func(func(time.Duration)) {},
@@ -48,7 +59,7 @@ func TestHistogramPercentiles(t *testing.T) {
 				add(time.Duration(i) * time.Microsecond)
 			}
 		},
-		want: Percentiles{P50: 5 * ms, P95: 9500 * time.Microsecond, P99: 9900 * time.Microsecond, Max: 10 * ms},
+		want: durations{P50: 5 * ms, P95: 9500 * time.Microsecond, P99: 9900 * time.Microsecond, Max: 10 * ms},
 	}, {
 		name: "one outlier in a hundred",
 		values: func(add func(time.Duration)) {
@@ -57,7 +68,7 @@ func TestHistogramPercentiles(t *testing.T) {
 			}
 			add(time.Second)
 		},
-		want: Percentiles{P50: ms, P95: ms, P99: ms, Max: time.Second},
+		want: durations{P50: ms, P95: ms, P99: ms, Max: time.Second},
 	}, {
 		name: "small values are exact",
 		values: func(add func(time.Duration)) {
@@ -65,13 +76,17 @@ func TestHistogramPercentiles(t *testing.T) {
 				add(time.Duration(i % 20))
 			}
 		},
-		want: Percentiles{P50: 9, P95: 18, P99: 19, Max: 19},
+		want: durations{P50: 9, P95: 18, P99: 19, Max: 19},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var h histogram
 			tt.values(h.add)
-			got := h.percentiles()
+			p := h.percentiles()
+			if p.N != int(h.n) || p.Figures != metrics.All {
+				t.Errorf("n %d, figures %b; want %d, all", p.N, p.Figures, h.n)
+			}
+			got := durationsOf(p)
 			for _, c := range []struct {
 				name      string
 				got, want time.Duration
@@ -116,13 +131,13 @@ func TestMeterWindow(t *testing.T) {
 		t.Errorf("window rate %.0f b/s, want 800000", r)
 	}
 	// Waits in the window run from 21 ms to 29.9 ms.
-	if p := window.Queue.P50; p < 25*ms || p > 26*ms {
+	if p := durationsOf(window.Queue).P50; p < 25*ms || p > 26*ms {
 		t.Errorf("window queue p50 %v, want about 25.5ms", p)
 	}
-	if p := total.Queue.P50; p < 14*ms || p > 16*ms {
+	if p := durationsOf(total.Queue).P50; p < 14*ms || p > 16*ms {
 		t.Errorf("total queue p50 %v, want about 15ms", p)
 	}
-	if total.Late.Max != time.Microsecond {
+	if total.Late.Max != 0.001 {
 		t.Errorf("late max %v, want 1µs", total.Late.Max)
 	}
 
@@ -182,7 +197,7 @@ func TestMeterResetTotal(t *testing.T) {
 			if total.Packets != tt.wantPackets || total.Span != tt.wantSpan {
 				t.Errorf("total %d packets over %v, want %d over %v", total.Packets, total.Span, tt.wantPackets, tt.wantSpan)
 			}
-			if d := total.Queue.P50 - tt.wantQueue; d < -ms || d > ms {
+			if d := durationsOf(total.Queue).P50 - tt.wantQueue; d < -ms || d > ms {
 				t.Errorf("total queue p50 %v, want %v", total.Queue.P50, tt.wantQueue)
 			}
 			if window.Packets != 90 {

@@ -43,6 +43,7 @@ type Path struct {
 	addr [2]netip.Addr // TUN addresses, by Side
 	cc   string
 	mtu  int
+	wmem [2]string // net.ipv4.tcp_wmem, by Side
 	mv   *mover
 
 	nsMu     sync.RWMutex // guards nsfd and nsClosed
@@ -78,48 +79,112 @@ type Path struct {
 // lacks the congestion control; it also fails if the iproute2 ip command
 // is missing.
 func Start(ctx context.Context, cfg Config) (*Path, error) {
+	cfg, links, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareHost(ctx, cfg.CC, cfg.Logger); err != nil {
+		return nil, err
+	}
+	stem, r, err := newStem()
+	if err != nil {
+		return nil, err
+	}
+	p := &Path{
+		log:    cfg.Logger,
+		ns:     [2]string{stem + "-s", stem + "-r"},
+		addr:   [2]netip.Addr{netip.AddrFrom4([4]byte{10, r[0], r[1], 1}), netip.AddrFrom4([4]byte{10, r[0], r[1], 2})},
+		cc:     cfg.CC,
+		mtu:    cfg.MTU,
+		wmem:   cfg.wmem(),
+		nsfd:   [2]int{-1, -1},
+		links:  links,
+		meters: [2]*meter{newMeter(cfg.Window), newMeter(cfg.Window)},
+		done:   make(chan struct{}),
+	}
+	if err := p.build(ctx); err != nil {
+		return nil, err
+	}
+	addProcs(1)
+	go p.mv.run()
+	p.watcher.Add(1)
+	go func() {
+		defer p.watcher.Done()
+		select {
+		case <-ctx.Done():
+			p.shutdown()
+		case <-p.done:
+		}
+	}()
+	p.log.Info("emu: path up", "sender", p.ns[Sender], "receiver", p.ns[Receiver],
+		"sender_addr", p.addr[Sender], "receiver_addr", p.addr[Receiver], "cc", p.cc,
+		"forward", describe(cfg.Forward), "reverse", describe(cfg.Reverse))
+	return p, nil
+}
+
+// resolve returns cfg with its defaults filled in and the links of its two
+// directions, or an error wrapping ErrConfig.
+func (cfg Config) resolve() (Config, [2]*Link, error) {
 	var links [2]*Link
 	for i, lc := range []LinkConfig{cfg.Forward, cfg.Reverse} {
 		l, err := NewLink(lc)
 		if err != nil {
-			return nil, fmt.Errorf("%w (%s link)", err, Direction(i))
+			return cfg, links, fmt.Errorf("%w (%s link)", err, Direction(i))
 		}
 		links[i] = l
 	}
-	cc := cfg.CC
-	if cc == "" {
-		cc = "cubic"
+	if cfg.CC == "" {
+		cfg.CC = "cubic"
 	}
-	if strings.ContainsAny(cc, "/. \t\n") {
-		return nil, fmt.Errorf("%w: congestion control %q", ErrConfig, cc)
+	if strings.ContainsAny(cfg.CC, "/. \t\n") {
+		return cfg, links, fmt.Errorf("%w: congestion control %q", ErrConfig, cfg.CC)
 	}
-	mtu := cfg.MTU
-	if mtu == 0 {
-		mtu = MTU
+	if cfg.MTU == 0 {
+		cfg.MTU = MTU
 	}
-	if mtu < MinMTU || mtu > MTU {
-		return nil, fmt.Errorf("%w: MTU %d out of range (%d to %d)", ErrConfig, mtu, MinMTU, MTU)
+	if cfg.MTU < MinMTU || cfg.MTU > MTU {
+		return cfg, links, fmt.Errorf("%w: MTU %d out of range (%d to %d)", ErrConfig, cfg.MTU, MinMTU, MTU)
 	}
-	window := cfg.Window
-	if window == 0 {
-		window = DefaultWindow
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
 	}
-	if window < 0 {
-		return nil, fmt.Errorf("%w: negative window %v", ErrConfig, window)
+	if cfg.Window < 0 {
+		return cfg, links, fmt.Errorf("%w: negative window %v", ErrConfig, cfg.Window)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if cfg.SendBuffer < 0 || cfg.SendBuffer > maxSendBuffer {
+		return cfg, links, fmt.Errorf("%w: send buffer %d bytes out of range (0 to %d)", ErrConfig, cfg.SendBuffer, maxSendBuffer)
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, links, nil
+}
+
+// maxSendBuffer caps Config.SendBuffer.
+const maxSendBuffer = 1 << 30
+
+// wmem returns net.ipv4.tcp_wmem for each side.
+func (cfg Config) wmem() [2]string {
+	w := [2]string{tcpWmem, tcpWmem}
+	if b := cfg.SendBuffer; b > 0 {
+		w[Sender] = fmt.Sprintf("4096 %d %d", b, max(b, 32<<20))
+	}
+	return w
+}
+
+// prepareHost checks what Start needs of this host (capabilities, the ip
+// command), lets namespaces choose the congestion control cc, and removes
+// the namespaces of dead processes.
+func prepareHost(ctx context.Context, cc string, log *slog.Logger) error {
 	if err := checkCaps(); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		return nil, fmt.Errorf("emu: the iproute2 ip command is needed: %w", err)
+		return fmt.Errorf("emu: the iproute2 ip command is needed: %w", err)
 	}
 	changed, err := allowCC(cc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if changed {
 		log.Info("emu: added congestion control to net.ipv4.tcp_allowed_congestion_control so namespaces may use it", "cc", cc)
@@ -127,22 +192,14 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 	if _, err := Sweep(ctx, log); err != nil {
 		log.Warn("emu: sweeping stale namespaces", "err", err)
 	}
-	stem, r, err := newStem()
-	if err != nil {
-		return nil, err
-	}
-	p := &Path{
-		log:    log,
-		ns:     [2]string{stem + "-s", stem + "-r"},
-		addr:   [2]netip.Addr{netip.AddrFrom4([4]byte{10, r[0], r[1], 1}), netip.AddrFrom4([4]byte{10, r[0], r[1], 2})},
-		cc:     cc,
-		mtu:    mtu,
-		nsfd:   [2]int{-1, -1},
-		links:  links,
-		meters: [2]*meter{newMeter(window), newMeter(window)},
-		done:   make(chan struct{}),
-	}
+	return nil
+}
+
+// build creates the namespaces with their TUN devices and the mover; on
+// failure it removes what it created.
+func (p *Path) build(ctx context.Context) error {
 	tun := [2]int{-1, -1}
+	var err error
 	for s := range tun {
 		if tun[s], err = p.setup(ctx, Side(s)); err != nil {
 			break
@@ -158,23 +215,9 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 			}
 		}
 		p.nsClosed = true
-		return nil, errors.Join(err, p.remove())
+		return errors.Join(err, p.remove())
 	}
-	addProcs(1)
-	go p.mv.run()
-	p.watcher.Add(1)
-	go func() {
-		defer p.watcher.Done()
-		select {
-		case <-ctx.Done():
-			p.shutdown()
-		case <-p.done:
-		}
-	}()
-	log.Info("emu: path up", "sender", p.ns[Sender], "receiver", p.ns[Receiver],
-		"sender_addr", p.addr[Sender], "receiver_addr", p.addr[Receiver], "cc", cc,
-		"forward", describe(cfg.Forward), "reverse", describe(cfg.Reverse))
-	return p, nil
+	return nil
 }
 
 func describe(c LinkConfig) string {
@@ -202,7 +245,7 @@ func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 	err = inNetns(nsfd, func() error {
 		for _, kv := range [][2]string{
 			{"net.ipv6.conf.all.disable_ipv6", "1"}, // also sets default
-			{"net.ipv4.tcp_wmem", tcpWmem},
+			{"net.ipv4.tcp_wmem", p.wmem[s]},
 			{"net.ipv4.tcp_rmem", tcpRmem},
 			{"net.ipv4.tcp_no_metrics_save", "1"},
 		} {
@@ -281,6 +324,20 @@ func (p *Path) Do(s Side, fn func() error) error {
 // d now. The packet being serialized finishes at the new rate; packets
 // already in propagation keep their delay. It does nothing after Close.
 func (p *Path) Set(d Direction, r rate.Bitrate, delay time.Duration) {
+	p.change(d, func(l *Link, now time.Duration) { l.Set(now, r, delay) })
+}
+
+// Schedule adds steps to the schedule of direction d, each at its At after
+// now (see Link.Schedule): a run times its schedule from its own start
+// rather than the path's. It does nothing after Close.
+func (p *Path) Schedule(d Direction, steps []Step) {
+	p.change(d, func(l *Link, now time.Duration) { l.Schedule(now, steps) })
+}
+
+// change applies fn to the link of direction d at the mover's time now, and
+// wakes the mover to recompute its next departure. It does nothing for an
+// unknown direction or after Close.
+func (p *Path) change(d Direction, fn func(l *Link, now time.Duration)) {
 	if d != Forward && d != Reverse {
 		return
 	}
@@ -289,7 +346,7 @@ func (p *Path) Set(d Direction, r rate.Bitrate, delay time.Duration) {
 	if p.closed {
 		return
 	}
-	p.links[d].Set(p.mv.now(), r, delay)
+	fn(p.links[d], p.mv.now())
 	p.mv.wake()
 }
 

@@ -276,11 +276,16 @@ func TestStartAndClose(t *testing.T) {
 	tests := []struct {
 		name   string
 		cc     string
+		sndbuf int  // Config.SendBuffer
 		inside bool // a process is running in the receiver namespace when the path ends
 		end    func(p *Path, cancel context.CancelFunc) error
 	}{{
 		name: "Close",
 		end:  func(p *Path, _ context.CancelFunc) error { return p.Close() },
+	}, {
+		name:   "send buffer",
+		sndbuf: 8 << 20,
+		end:    func(p *Path, _ context.CancelFunc) error { return p.Close() },
 	}, {
 		name: "context cancelled",
 		end: func(p *Path, cancel context.CancelFunc) error {
@@ -306,7 +311,7 @@ func TestStartAndClose(t *testing.T) {
 			procs := runtime.GOMAXPROCS(0)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			p, err := Start(ctx, Config{CC: tt.cc, Forward: LinkConfig{Rate: 10 * rate.Mbps, Delay: ms}})
+			p, err := Start(ctx, Config{CC: tt.cc, SendBuffer: tt.sndbuf, Forward: LinkConfig{Rate: 10 * rate.Mbps, Delay: ms}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,6 +328,10 @@ func TestStartAndClose(t *testing.T) {
 				local, peer := p.SenderAddr(), p.ReceiverAddr()
 				if s == Receiver {
 					local, peer = peer, local
+				}
+				wmem := tcpWmem
+				if s == Sender && tt.sndbuf > 0 {
+					wmem = fmt.Sprintf("4096 %d 33554432", tt.sndbuf)
 				}
 				err := p.Do(s, func() error {
 					ifi, err := net.InterfaceByName(tunName)
@@ -341,7 +350,7 @@ func TestStartAndClose(t *testing.T) {
 					}
 					for key, want := range map[string]string{
 						"net.ipv4.tcp_congestion_control":            wantCC,
-						"net.ipv4.tcp_wmem":                          tcpWmem,
+						"net.ipv4.tcp_wmem":                          wmem,
 						"net.ipv4.tcp_rmem":                          tcpRmem,
 						"net.ipv6.conf." + tunName + ".disable_ipv6": "1",
 						"net.ipv6.conf.default.disable_ipv6":         "1",
@@ -482,6 +491,8 @@ func TestStartConfigErrors(t *testing.T) {
 		{"congestion control with a slash", Config{CC: "../x"}, ErrConfig},
 		{"MTU too small", Config{MTU: 500}, ErrConfig},
 		{"MTU too large", Config{MTU: 9000}, ErrConfig},
+		{"negative send buffer", Config{SendBuffer: -1}, ErrConfig},
+		{"send buffer too large", Config{SendBuffer: 2 << 30}, ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -608,7 +619,7 @@ func TestRTT(t *testing.T) {
 			want := tt.rtt + 2*tt.rate.Duration(size)
 			med := median(rtts)
 			st := p.Stats()
-			t.Logf("rtt %v (set %v): min %v p50 %v p95 %v max %v; echo hold p50 %v max %v; mover late p50 %v p99 %v",
+			t.Logf("rtt %v (set %v): min %v p50 %v p95 %v max %v; echo hold p50 %v max %v; mover late p50 %v p99 %v ms",
 				want, tt.rtt, rtts[0], med, rtts[len(rtts)*95/100], rtts[len(rtts)-1], median(holds), slices.Max(holds),
 				st.Forward.Total.Late.P50, st.Forward.Total.Late.P99)
 			if d := med - want; d < -ms || d > ms {
@@ -662,7 +673,7 @@ func TestRate(t *testing.T) {
 			}
 			st := p.Stats()
 			med := median(rates)
-			t.Logf("set %v: windows %.5v Mb/s, median %.4f%% off; drops %d, late p50 %v p99 %v max %v, mover cpu %.0f%% of a core",
+			t.Logf("set %v: windows %.5v Mb/s, median %.4f%% off; drops %d, late p50 %v p99 %v max %v ms, mover cpu %.0f%% of a core",
 				tt.rate, scaled(rates, 1e-6), 100*(med/float64(tt.rate)-1),
 				st.Forward.Total.Drops, st.Forward.Total.Late.P50, st.Forward.Total.Late.P99, st.Forward.Total.Late.Max,
 				100*st.MoverCPU.Seconds()/st.Elapsed.Seconds())
@@ -724,8 +735,8 @@ func TestDropTail(t *testing.T) {
 				t.Errorf("backlog reached %d bytes, above the limit %d", st.MaxBacklog, tt.limit)
 			}
 			// An accepted packet waits for at most the rest of the queue.
-			if maxWait := tt.link.Rate.Duration(tt.limit - MTU); st.Total.Queue.Max > maxWait+time.Microsecond {
-				t.Errorf("queueing delay reached %v, above %v", st.Total.Queue.Max, maxWait)
+			if maxWait := tt.link.Rate.Duration(tt.limit - MTU); durationsOf(st.Total.Queue).Max > maxWait+time.Microsecond {
+				t.Errorf("queueing delay reached %v ms, above %v", st.Total.Queue.Max, maxWait)
 			}
 			if st.Total.Drops == 0 {
 				t.Error("no drops counted")
@@ -744,7 +755,7 @@ func TestDropTail(t *testing.T) {
 			lo := delay + tt.link.Rate.Duration(tt.limit-2*MTU) + tt.link.Rate.Duration(MTU)
 			hi := delay + tt.link.Rate.Duration(tt.limit)
 			med := median(owd)
-			t.Logf("one-way delay median %v (want %v..%v), queue p50 %v max %v, drops %d",
+			t.Logf("one-way delay median %v (want %v..%v), queue p50 %v max %v ms, drops %d",
 				med, lo, hi, st.Total.Queue.P50, st.Total.Queue.Max, st.Total.Drops)
 			if med < lo-ms || med > hi+ms {
 				t.Errorf("median one-way delay with a full queue %v, want %v..%v ± 1ms", med, lo, hi)
@@ -793,27 +804,30 @@ func TestLoss(t *testing.T) {
 	}
 }
 
-// TestRateChange checks that a scheduled step and a live Set change the
-// delivered rate.
+// TestRateChange checks that a step of the configured schedule, a step
+// scheduled once the path runs and a live Set change the delivered rate.
 func TestRateChange(t *testing.T) {
 	needRoot(t)
 	const before, after = 2 * rate.Mbps, 8 * rate.Mbps
 	const at = 1500 * ms
 	tests := []struct {
 		name string
-		live bool
-	}{{"schedule", false}, {"live Set", true}}
+		how  string
+	}{{"schedule", "config"}, {"Schedule", "later"}, {"live Set", "live"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			link := LinkConfig{Rate: before, Delay: 10 * ms}
-			if !tt.live {
+			if tt.how == "config" {
 				link.Schedule = []Step{{At: at, Rate: after}}
 			}
 			p := startPath(t, Config{Forward: link})
 			recv, send := listenUDP(t, p, Receiver), listenUDP(t, p, Sender)
 			k := collect(recv)
 			var stepAt time.Time // wall time of the step
-			if tt.live {
+			switch tt.how {
+			case "later": // off by the microseconds between the two clock readings
+				p.Schedule(Forward, []Step{{At: at - p.mv.now(), Rate: after}})
+			case "live":
 				timer := time.AfterFunc(at-p.mv.now(), func() {
 					p.Set(Forward, after, 10*ms)
 				})
@@ -865,7 +879,7 @@ func BenchmarkMover86Mbps(b *testing.B) {
 	cpu, wall := st.MoverCPU-cpu0, time.Since(t0)
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(len(got), 1)), "cpu-ns/pkt")
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "core-%")
-	b.ReportMetric(float64(st.Forward.Total.Late.P99.Microseconds()), "late-p99-µs")
+	b.ReportMetric(1000*st.Forward.Total.Late.P99, "late-p99-µs")
 }
 
 func TestMTU(t *testing.T) {

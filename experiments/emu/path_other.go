@@ -44,6 +44,9 @@ func (p *Path) Do(s Side, fn func() error) error { return ErrUnsupported }
 // Set does nothing.
 func (p *Path) Set(d Direction, r rate.Bitrate, delay time.Duration) {}
 
+// Schedule does nothing.
+func (p *Path) Schedule(d Direction, steps []Step) {}
+
 // ResetTotals does nothing.
 func (p *Path) ResetTotals() {}
 

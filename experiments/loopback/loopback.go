@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -36,47 +37,28 @@ type Config struct {
 	Progress func(pageURL string)
 }
 
-// Percentiles summarises samples in ms; all zero with N 0 when there were
-// none.
-type Percentiles struct {
-	N                  int     `json:"n"`
-	P50, P95, P99, Max float64 `json:"-"`
-}
-
-// MarshalJSON writes {"n", "p50", "p95", "p99", "max"}.
-func (p Percentiles) MarshalJSON() ([]byte, error) {
-	if p.N == 0 {
-		return []byte(`{"n":0}`), nil
-	}
-	return fmt.Appendf(nil, `{"n":%d,"p50":%.3f,"p95":%.3f,"p99":%.3f,"max":%.3f}`, p.N, p.P50, p.P95, p.P99, p.Max), nil
-}
-
-func summarize(v []float64) Percentiles {
-	s := metrics.Summarize(v)
-	if s.N == 0 {
-		return Percentiles{}
-	}
-	return Percentiles{N: s.N, P50: s.P50, P95: s.P95, P99: s.P99, Max: s.Max}
-}
+// summarize returns the distribution of v (ms, sorted in place) to the
+// microsecond.
+func summarize(v []float64) metrics.Percentiles { return metrics.Summarize(v).Round(3) }
 
 // Result is what Run measured over the window.
 type Result struct {
-	Mode              string       `json:"mode"`
-	Size              string       `json:"max_res"`
-	FPS               int          `json:"fps"`
-	WarmupS           float64      `json:"warmup_s"`
-	DurationS         float64      `json:"duration_s"`
-	FramesReceived    int          `json:"frames_received"`
-	FramesDisplayed   int          `json:"frames_displayed"`
-	Misreads          int          `json:"timestamp_misreads"`
-	MisreadPct        float64      `json:"misread_pct"`
-	DisplayedFPS      float64      `json:"displayed_fps"`
-	G2G               Percentiles  `json:"g2g_ms"`
-	CaptureToReceived Percentiles  `json:"capture_to_received_ms"`
-	Decode            Percentiles  `json:"decode_ms"`
-	Draw              Percentiles  `json:"draw_ms"`
-	SourceDelay       Percentiles  `json:"sender_source_delay_ms"`
-	APIStatsAtEnd     viewer.Stats `json:"api_stats_at_end"` // the last 10 s, as /api/stats saw them
+	Mode              string              `json:"mode"`
+	Size              string              `json:"max_res"`
+	FPS               int                 `json:"fps"`
+	WarmupS           float64             `json:"warmup_s"`
+	DurationS         float64             `json:"duration_s"`
+	FramesReceived    int                 `json:"frames_received"`
+	FramesDisplayed   int                 `json:"frames_displayed"`
+	Misreads          int                 `json:"timestamp_misreads"`
+	MisreadPct        float64             `json:"misread_pct"`
+	DisplayedFPS      float64             `json:"displayed_fps"`
+	G2G               metrics.Percentiles `json:"g2g_ms"`
+	CaptureToReceived metrics.Percentiles `json:"capture_to_received_ms"`
+	Decode            metrics.Percentiles `json:"decode_ms"`
+	Draw              metrics.Percentiles `json:"draw_ms"`
+	SourceDelay       metrics.Percentiles `json:"sender_source_delay_ms"` // p50, p95 and n: what the sender's status gives
+	APIStatsAtEnd     viewer.Stats        `json:"api_stats_at_end"`       // the last 10 s, as /api/stats saw them
 }
 
 // collector gathers the viewer's records while measuring.
@@ -114,6 +96,24 @@ func (c *collector) record(r viewer.Record) {
 			c.drw = append(c.drw, ms(r.Draw))
 		}
 	}
+}
+
+// result returns what the collector gathered over cfg's window.
+func (c *collector) result(cfg Config) *Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := &Result{
+		Mode: cfg.Mode.String(), Size: cfg.MaxSize.String(), FPS: cfg.FPS,
+		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
+		FramesReceived: c.received, FramesDisplayed: c.displayed, Misreads: c.misread,
+		DisplayedFPS: float64(c.displayed) / cfg.Duration.Seconds(),
+		G2G:          summarize(c.g2g), CaptureToReceived: summarize(c.c2r),
+		Decode: summarize(c.dec), Draw: summarize(c.drw),
+	}
+	if res.FramesDisplayed > 0 {
+		res.MisreadPct = 100 * float64(res.Misreads) / float64(res.FramesDisplayed)
+	}
+	return res
 }
 
 func (c *collector) set(on bool) {
@@ -171,23 +171,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	col.set(false)
 
-	col.mu.Lock()
-	res := &Result{
-		Mode: cfg.Mode.String(), Size: cfg.MaxSize.String(), FPS: cfg.FPS,
-		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
-		FramesReceived: col.received, FramesDisplayed: col.displayed, Misreads: col.misread,
-		DisplayedFPS: float64(col.displayed) / cfg.Duration.Seconds(),
-		G2G:          summarize(col.g2g), CaptureToReceived: summarize(col.c2r),
-		Decode: summarize(col.dec), Draw: summarize(col.drw),
-	}
-	col.mu.Unlock()
-	if res.FramesDisplayed > 0 {
-		res.MisreadPct = 100 * float64(res.Misreads) / float64(res.FramesDisplayed)
-	}
+	res := col.result(cfg)
 	res.APIStatsAtEnd = rg.Viewer.Stats()
 	st := rg.Sender.Status()
+	res.SourceDelay = metrics.Unknown(metrics.Count | metrics.P50 | metrics.P95)
 	if st.SourceDelayN > 0 {
-		res.SourceDelay = Percentiles{N: st.SourceDelayN, P50: ms(st.SourceDelayP50), P95: ms(st.SourceDelayP95)}
+		res.SourceDelay.N, res.SourceDelay.P50, res.SourceDelay.P95 = st.SourceDelayN, ms(st.SourceDelayP50), ms(st.SourceDelayP95)
 	}
 	if err := rg.Close(); err != nil {
 		return res, err
@@ -205,5 +194,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// Targets for glass-to-glass on loopback at 640x360 and 30 fps.
+const (
+	TargetP50     = 50 // ms, at most
+	TargetP95     = 100
+	TargetMisread = 1 // percent, less than
+)
+
+// Met reports whether r meets the targets: frames displayed, and
+// glass-to-glass and misreads within TargetP50, TargetP95 and
+// TargetMisread.
+func (r *Result) Met() bool {
+	return r.FramesDisplayed > 0 && r.G2G.N > 0 && r.G2G.P50 <= TargetP50 && r.G2G.P95 <= TargetP95 && r.MisreadPct < TargetMisread
+}
+
+// WriteText writes r for a person, a line per figure.
+func (r *Result) WriteText(w io.Writer) {
+	met := map[bool]string{true: "met", false: "NOT met"}[r.Met()]
+	fmt.Fprintf(w, "loopback %s at %s, %d fps: %.0f s measured after %.0f s warm-up\n", r.Mode, r.Size, r.FPS, r.DurationS, r.WarmupS)
+	fmt.Fprintf(w, "  frames received %d, displayed %d (%.1f fps), misreads %d (%.2f%%)\n", r.FramesReceived, r.FramesDisplayed, r.DisplayedFPS, r.Misreads, r.MisreadPct)
+	fmt.Fprintf(w, "  glass-to-glass        p50 %6.1f  p95 %6.1f  p99 %6.1f ms  (targets p50 <= %d, p95 <= %d, misreads < %d%%: %s)\n",
+		r.G2G.P50, r.G2G.P95, r.G2G.P99, TargetP50, TargetP95, TargetMisread, met)
+	fmt.Fprintf(w, "  capture to received   p50 %6.1f  p95 %6.1f  p99 %6.1f ms\n", r.CaptureToReceived.P50, r.CaptureToReceived.P95, r.CaptureToReceived.P99)
+	fmt.Fprintf(w, "  decode                p50 %6.1f  p95 %6.1f ms;  draw p50 %.1f  p95 %.1f ms\n", r.Decode.P50, r.Decode.P95, r.Draw.P50, r.Draw.P95)
+	fmt.Fprintf(w, "  sender source delay   p50 %6.2f  p95 %6.2f ms\n", r.SourceDelay.P50, r.SourceDelay.P95)
+	for _, c := range r.APIStatsAtEnd.Clients {
+		fmt.Fprintf(w, "  /api/stats at the end: displayed %d, misreads %d since the page opened; g2g over the last 10 s p50 %.1f  p95 %.1f  p99 %.1f ms\n",
+			c.FramesDisplayed, c.TimestampMisreads, c.G2G.P50, c.G2G.P95, c.G2G.P99)
 	}
 }

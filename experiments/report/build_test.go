@@ -102,7 +102,7 @@ func TestBuild(t *testing.T) {
 			t.Errorf("%s changed:\n%s\nwant\n%s", id, mustJSON(t, runs[id]), mustJSON(t, written[id]))
 		}
 	}
-	if got := runs["sparse"].SourceDelayMs; got != (Percentiles{50, 95, 99}) {
+	if got := runs["sparse"].SourceDelayMs; got != pct(50, 95, 99) {
 		t.Errorf("sparse: source delay %v, want from the records {50 95 99}", got)
 	}
 	noteHas := func(id, s string) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"replenish/metrics"
 )
 
 // writeRun writes run.json (raw, so that tests can omit fields) and, unless
@@ -55,9 +57,9 @@ func bulkRun(t testing.TB, mode string, delayMs, goodput float64) (Run, []string
 		ID: "2mbit-172ms-bulk-" + mode, Scenario: bulkScenario, Mode: mode,
 		Transport: "tcp", Workload: "bulk=65536", CC: "cubic",
 		RateBps: 2_000_000, RTTMs: 172, QueueMs: 200, DurationS: 40, WarmupS: 5,
-		SourceDelayMs: Percentiles{delayMs, delayMs * 1.06, delayMs * 1.1},
+		SourceDelayMs: pct(delayMs, delayMs*1.06, delayMs*1.1),
 		GoodputBps:    goodput, Utilization: goodput / 2e6,
-		BottleneckQueueMs: Percentiles{180, 195, 199},
+		BottleneckQueueMs: pct(180, 195, 199),
 		EmulatorDrops:     3, Retransmits: 12, Writes: 160,
 	}
 	rng := rand.New(rand.NewPCG(1, uint64(len(mode))))
@@ -82,20 +84,20 @@ func videoRun(t testing.TB, mode string, delayMs float64, browser bool) (Run, []
 		ID: "2mbit-172ms-video-" + mode, Scenario: videoScenario, Mode: mode,
 		Transport: "tcp", Workload: "video", CC: "cubic",
 		RateBps: 2_000_000, RTTMs: 172, QueueMs: 200, DurationS: 20, WarmupS: 2,
-		SourceDelayMs:       Percentiles{delayMs, delayMs * 2, delayMs * 3},
-		CaptureToReceivedMs: &Percentiles{delayMs + 100, delayMs + 120, delayMs + 130},
-		PartsMs: map[string]Percentiles{
-			"wait":         {1, 2, 3},
-			"encode":       {3.2, 5, 6},
-			"source_delay": {delayMs, delayMs * 2, delayMs * 3},
-			"network":      {90, 110, 120},
+		SourceDelayMs:       pct(delayMs, delayMs*2, delayMs*3),
+		CaptureToReceivedMs: pctPtr(delayMs+100, delayMs+120, delayMs+130),
+		PartsMs: map[string]metrics.Percentiles{
+			"wait":         pct(1, 2, 3),
+			"encode":       pct(3.2, 5, 6),
+			"source_delay": pct(delayMs, delayMs*2, delayMs*3),
+			"network":      pct(90, 110, 120),
 		},
 		GoodputBps: 1.8e6, Utilization: 0.9, FPS: &fps, Width: 640, Height: 360, BitrateBps: 1.75e6,
-		BottleneckQueueMs: Percentiles{20, 40, 60},
+		BottleneckQueueMs: pct(20, 40, 60),
 		Frames:            600,
 	}
 	if browser {
-		r.G2GMs = &Percentiles{delayMs + 130, delayMs + 160, delayMs + 170}
+		r.G2GMs = pctPtr(delayMs+130, delayMs+160, delayMs+170)
 	}
 	var recs []string
 	for i := range 660 {
@@ -138,4 +140,15 @@ func sameRun(t testing.TB, got, want Run) bool {
 		}
 	}
 	return mustJSON(t, got) == mustJSON(t, want)
+}
+
+// pct returns a distribution of run.json.
+func pct(p50, p95, p99 float64) metrics.Percentiles {
+	return metrics.Percentiles{P50: p50, P95: p95, P99: p99, Figures: Figures}
+}
+
+// pctPtr returns a pointer to pct(p50, p95, p99).
+func pctPtr(p50, p95, p99 float64) *metrics.Percentiles {
+	p := pct(p50, p95, p99)
+	return &p
 }

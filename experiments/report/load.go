@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"replenish/records"
 )
 
 // Errors returned by Load and Build.
@@ -23,9 +25,9 @@ var (
 
 // Names inside a results directory.
 const (
-	runsDir     = "runs"
-	runFile     = "run.json"
-	recordsFile = "records.jsonl"
+	runsDir     = records.RunsDir
+	runFile     = records.RunFile
+	recordsFile = records.RunRecords
 )
 
 // maxRunFile caps the size of a run.json that Load reads.

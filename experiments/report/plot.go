@@ -311,10 +311,41 @@ func bpsUnit(hi float64) (scale float64, unit string) {
 // timeSeriesPlots draws a run's rates, delays and bottleneck queue over time,
 // one panel each, with the measured window marked. Panels without data are
 // left out; it returns no panels when the records hold none.
-func timeSeriesPlots(r Run, rs *records) ([]*plot.Plot, error) {
-	w := windowOf(r)
-	tmax := rs.MaxT
-	marks := func(p *plot.Plot) {
+func timeSeriesPlots(r Run, rs *runData) ([]*plot.Plot, error) {
+	marks := windowMarks(windowOf(r))
+	xs, ys := sortedSeries(rs.Series[tsQueue])
+	c, _ := style(4)
+	var panels []*plot.Plot
+	for _, pc := range []panelCurves{
+		rateCurves(r, rs),
+		delayCurves(rs),
+		{[]curve{{Label: tsQueue, Color: c, X: xs, Y: ys}}, "bottleneck queue (ms)", true},
+	} {
+		if p, err := panel(pc.curves, pc.ylabel, pc.legendTop, marks); err != nil {
+			return nil, err
+		} else if p != nil {
+			panels = append(panels, p)
+		}
+	}
+	if len(panels) > 0 {
+		panels[0].Title.Text = r.ID + " (" + r.Mode + ")"
+		panels[len(panels)-1].X.Label.Text = "time since start (s); dashed: measured window"
+	}
+	return panels, nil
+}
+
+// panelCurves are the curves of one time-series panel, its axis label and
+// where its legend goes.
+type panelCurves struct {
+	curves    []curve
+	ylabel    string
+	legendTop bool
+}
+
+// windowMarks returns what marks the measured window w on a panel: dashed
+// lines at its edges, inside the panel's time axis.
+func windowMarks(w window) func(*plot.Plot) {
+	return func(p *plot.Plot) {
 		st := draw.LineStyle{Color: lightGrey, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
 		if w.From > 0 {
 			p.Add(vline{X: w.From, Style: st})
@@ -327,9 +358,13 @@ func timeSeriesPlots(r Run, rs *records) ([]*plot.Plot, error) {
 			p.X.Max = max(p.X.Max, w.To)
 		}
 	}
-	var panels []*plot.Plot
+}
 
-	// Rates, scaled to one unit.
+// rateCurves returns the rates panel's curves, scaled to one unit, with
+// the bottleneck rate as a reference when any rate has a point. Rates sit
+// near the top of their panel: the legend goes below them.
+func rateCurves(r Run, rs *runData) panelCurves {
+	var curves []curve
 	hi := float64(r.RateBps)
 	for _, name := range []string{tsGoodput, tsBitrate, tsDrain, tsTarget, tsRate} {
 		if s := rs.Series[name]; s != nil {
@@ -339,67 +374,46 @@ func timeSeriesPlots(r Run, rs *records) ([]*plot.Plot, error) {
 		}
 	}
 	scale, unit := bpsUnit(hi)
-	var rates []curve
 	for i, name := range []string{tsGoodput, tsBitrate, tsDrain, tsTarget} {
 		xs, ys := sortedSeries(rs.Series[name])
 		c, d := style(i + 1)
-		rates = append(rates, curve{Label: name, Color: c, Dashes: d, X: xs, Y: scaled(ys, 1/scale)})
+		curves = append(curves, curve{Label: name, Color: c, Dashes: d, X: xs, Y: scaled(ys, 1/scale)})
 	}
 	ref := curve{Label: tsRate, Color: grey, Dashes: []vg.Length{vg.Points(5), vg.Points(3)}, Width: vg.Points(1), Step: plotter.PostStep}
 	if xs, ys := sortedSeries(rs.Series[tsRate]); len(xs) > 0 {
 		// Hold the last rate to the end of the run.
-		ref.X, ref.Y = append(xs, max(tmax, xs[len(xs)-1])), append(ys, ys[len(ys)-1])
-	} else if r.RateBps > 0 && tmax > 0 {
-		ref.X, ref.Y = []float64{0, tmax}, []float64{float64(r.RateBps), float64(r.RateBps)}
+		ref.X, ref.Y = append(xs, max(rs.MaxT, xs[len(xs)-1])), append(ys, ys[len(ys)-1])
+	} else if r.RateBps > 0 && rs.MaxT > 0 {
+		ref.X, ref.Y = []float64{0, rs.MaxT}, []float64{float64(r.RateBps), float64(r.RateBps)}
 	}
 	ref.Y = scaled(ref.Y, 1/scale)
-	if slices.ContainsFunc(rates, func(c curve) bool { return len(c.X) > 0 }) {
-		rates = append(rates, ref)
+	if slices.ContainsFunc(curves, func(c curve) bool { return len(c.X) > 0 }) {
+		curves = append(curves, ref)
 	}
-	// Rates sit near the top of their panel: the legend goes below them.
-	if p, err := panel(rates, "rate ("+unit+")", false, marks); err != nil {
-		return nil, err
-	} else if p != nil {
-		panels = append(panels, p)
-	}
+	return panelCurves{curves, "rate (" + unit + ")", false}
+}
 
-	// Delays, in seconds when they reach seconds.
-	var delays []curve
-	hi = 0
+// delayCurves returns the delays panel's curves, in seconds when they
+// reach seconds.
+func delayCurves(rs *runData) panelCurves {
+	var curves []curve
+	hi := 0.0
 	for i, name := range []string{tsSourceDelay, tsC2R, tsG2G} {
 		xs, ys := sortedSeries(rs.Series[name])
 		c, d := style(i)
-		delays = append(delays, curve{Label: name, Color: c, Dashes: d, X: xs, Y: ys})
+		curves = append(curves, curve{Label: name, Color: c, Dashes: d, X: xs, Y: ys})
 		for _, v := range ys {
 			hi = max(hi, v)
 		}
 	}
-	dunit := "ms"
+	unit := "ms"
 	if hi >= 2000 {
-		dunit = "s"
-		for i := range delays {
-			delays[i].Y = scaled(delays[i].Y, 1e-3)
+		unit = "s"
+		for i := range curves {
+			curves[i].Y = scaled(curves[i].Y, 1e-3)
 		}
 	}
-	if p, err := panel(delays, "delay ("+dunit+")", true, marks); err != nil {
-		return nil, err
-	} else if p != nil {
-		panels = append(panels, p)
-	}
-
-	xs, ys := sortedSeries(rs.Series[tsQueue])
-	c, _ := style(4)
-	if p, err := panel([]curve{{Label: tsQueue, Color: c, X: xs, Y: ys}}, "bottleneck queue (ms)", true, marks); err != nil {
-		return nil, err
-	} else if p != nil {
-		panels = append(panels, p)
-	}
-
-	if len(panels) > 0 {
-		panels[0].Title.Text = r.ID + " (" + r.Mode + ")"
-		panels[len(panels)-1].X.Label.Text = "time since start (s); dashed: measured window"
-	}
-	return panels, nil
+	return panelCurves{curves, "delay (" + unit + ")", true}
 }
 
 // panel draws curves over time on a linear axis from zero, with the legend at

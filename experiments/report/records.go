@@ -1,52 +1,15 @@
 package report
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 
 	"replenish/metrics"
+	"replenish/records"
 )
-
-// maxLine caps the length of one line of records.jsonl; a longer line is
-// counted as malformed and skipped.
-const maxLine = 64 << 10
-
-// Record kinds in records.jsonl.
-const (
-	kindWrite  = "write"
-	kindFrame  = "frame"
-	kindSample = "sample"
-)
-
-// record is one line of records.jsonl. Absent fields are nil.
-type record struct {
-	Kind string   `json:"kind"`
-	T    *float64 `json:"t"` // seconds since the run's start
-
-	// write and frame
-	SourceDelayMs *float64 `json:"source_delay_ms"`
-
-	// frame
-	Width               *int                `json:"width"`
-	Height              *int                `json:"height"`
-	CaptureToReceivedMs *float64            `json:"capture_to_received_ms"`
-	G2GMs               *float64            `json:"g2g_ms"`
-	PartsMs             map[string]*float64 `json:"parts_ms"`
-
-	// sample
-	GoodputBps *float64 `json:"goodput_bps"`
-	BitrateBps *float64 `json:"bitrate_bps"`
-	QueueMs    *float64 `json:"queue_ms"`
-	DrainBps   *float64 `json:"drain_bps"`
-	TargetBps  *float64 `json:"target_bps"`
-	RateBps    *float64 `json:"rate_bps"`
-}
 
 // series is a time series: X in seconds since the run's start.
 type series struct {
@@ -74,10 +37,10 @@ const (
 	tsQueue       = "bottleneck queue"
 )
 
-// records holds what a run's records.jsonl contributes to the report: the
+// runData holds what a run's records.jsonl contributes to the report: the
 // values inside the measured window, for distributions, and the time series
 // of the whole run, for plots.
-type records struct {
+type runData struct {
 	// Values inside the measured window, in milliseconds.
 	SourceDelay, C2R, G2G, Queue []float64
 	Parts                        map[string][]float64
@@ -109,12 +72,13 @@ func windowOf(r Run) window {
 
 func (w window) contains(t float64) bool { return t >= w.From && t <= w.To }
 
-// readRecords reads records.jsonl from rd, one JSON object per line. Unknown
-// kinds and fields are ignored; lines that are not JSON objects, lack a kind,
-// or are of a known kind without a time are counted as malformed and skipped.
-// It returns an error only when rd fails.
-func readRecords(rd io.Reader, w window) (*records, error) {
-	rs := &records{
+// readRecords reads records.jsonl (records.RunLine lines) from rd. Unknown
+// kinds and fields are ignored; lines that are not JSON objects of the
+// format, lack a kind, are of a known kind without a time, or are longer
+// than records.MaxLine are counted as malformed and skipped. It returns an
+// error only when rd fails.
+func readRecords(rd io.Reader, w window) (*runData, error) {
+	rs := &runData{
 		Parts:  map[string][]float64{},
 		Series: map[string]*series{},
 		MaxT:   math.Inf(-1),
@@ -127,63 +91,40 @@ func readRecords(rd io.Reader, w window) (*records, error) {
 		}
 		return s
 	}
-	br := bufio.NewReaderSize(rd, maxLine)
-	lineNo := 0
-	bad := func() {
-		rs.Malformed++
-		if rs.FirstMalformed == 0 {
-			rs.FirstMalformed = lineNo
-		}
-	}
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// Too long: count it and skip to the end of the line.
-			lineNo++
-			rs.Lines++
-			bad()
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return rs, fmt.Errorf("report: reading records: %w", err)
-			}
-			continue
-		}
-		if err != nil && err != io.EOF {
-			return rs, fmt.Errorf("report: reading records: %w", err)
-		}
-		if len(line) > 0 {
-			lineNo++
-		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			rs.Lines++
-			var rec record
-			if json.Unmarshal(line, &rec) != nil || rec.Kind == "" {
-				bad()
-			} else if rec.Kind == kindWrite || rec.Kind == kindFrame || rec.Kind == kindSample {
-				if rec.T == nil || !finite(*rec.T) {
-					bad()
-				} else {
-					rs.add(&rec, w, ts)
-				}
-			}
-		}
-		if err == io.EOF {
-			break
+	sc := records.NewScanner(rd)
+	for sc.Scan() {
+		rs.Lines++
+		// A time left absent or null stays NaN.
+		rec := records.RunLine{T: math.NaN()}
+		switch {
+		case sc.TooLong() || json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Kind == "":
+			rs.bad(sc.Line())
+		case rec.Kind != records.KindWrite && rec.Kind != records.KindFrame && rec.Kind != records.KindSample:
+		case !finite(rec.T):
+			rs.bad(sc.Line())
+		default:
+			rs.add(&rec, w, ts)
 		}
 	}
 	if math.IsInf(rs.MaxT, -1) {
 		rs.MaxT = 0
 	}
+	if err := sc.Err(); err != nil {
+		return rs, fmt.Errorf("report: reading records: %w", err)
+	}
 	return rs, nil
 }
 
-func (rs *records) add(rec *record, w window, ts func(string) *series) {
-	t := *rec.T
+// bad counts the malformed line number n.
+func (rs *runData) bad(n int) {
+	rs.Malformed++
+	if rs.FirstMalformed == 0 {
+		rs.FirstMalformed = n
+	}
+}
+
+func (rs *runData) add(rec *records.RunLine, w window, ts func(string) *series) {
+	t := rec.T
 	rs.MaxT = max(rs.MaxT, t)
 	in := w.contains(t)
 	keep := func(dst *[]float64, v *float64) {
@@ -192,9 +133,9 @@ func (rs *records) add(rec *record, w window, ts func(string) *series) {
 		}
 	}
 	switch rec.Kind {
-	case kindWrite, kindFrame:
+	case records.KindWrite, records.KindFrame:
 		if in {
-			if rec.Kind == kindWrite {
+			if rec.Kind == records.KindWrite {
 				rs.Writes++
 			} else {
 				rs.Frames++
@@ -207,11 +148,11 @@ func (rs *records) add(rec *record, w window, ts func(string) *series) {
 		ts(tsC2R).add(t, rec.CaptureToReceivedMs)
 		ts(tsG2G).add(t, rec.G2GMs)
 		for name, v := range rec.PartsMs {
-			if in && v != nil && finite(*v) {
-				rs.Parts[name] = append(rs.Parts[name], *v)
+			if in && finite(v) {
+				rs.Parts[name] = append(rs.Parts[name], v)
 			}
 		}
-	case kindSample:
+	case records.KindSample:
 		if in {
 			rs.Samples++
 		}
@@ -225,40 +166,34 @@ func (rs *records) add(rec *record, w window, ts func(string) *series) {
 	}
 }
 
-// percentiles summarizes values (sorting them in place).
-func percentiles(values []float64) Percentiles {
-	s := metrics.Summarize(values)
-	return Percentiles{P50: s.P50, P95: s.P95, P99: s.P99}
-}
-
 // fillFromRecords sets the distributions r lacks (unknown percentiles, absent
 // video distributions) from the records of its measured window, and notes
 // each one it set. The runner's values always take precedence. It sorts the
 // value slices of rs in place.
-func fillFromRecords(r *Run, rs *records) {
+func fillFromRecords(r *Run, rs *runData) {
 	var filled []string
 	if !r.SourceDelayMs.Known() && len(rs.SourceDelay) > 0 {
-		r.SourceDelayMs = percentiles(rs.SourceDelay)
+		r.SourceDelayMs = Summarize(rs.SourceDelay)
 		filled = append(filled, "source delay")
 	}
 	if !r.BottleneckQueueMs.Known() && len(rs.Queue) > 0 {
-		r.BottleneckQueueMs = percentiles(rs.Queue)
+		r.BottleneckQueueMs = Summarize(rs.Queue)
 		filled = append(filled, "bottleneck queue")
 	}
 	if (r.CaptureToReceivedMs == nil || !r.CaptureToReceivedMs.Known()) && len(rs.C2R) > 0 {
-		p := percentiles(rs.C2R)
+		p := Summarize(rs.C2R)
 		r.CaptureToReceivedMs = &p
 		filled = append(filled, "capture to received")
 	}
 	if (r.G2GMs == nil || !r.G2GMs.Known()) && len(rs.G2G) > 0 {
-		p := percentiles(rs.G2G)
+		p := Summarize(rs.G2G)
 		r.G2GMs = &p
 		filled = append(filled, "glass to glass")
 	}
 	if len(r.PartsMs) == 0 && len(rs.Parts) > 0 {
-		r.PartsMs = make(map[string]Percentiles, len(rs.Parts))
+		r.PartsMs = make(map[string]metrics.Percentiles, len(rs.Parts))
 		for _, name := range sortedKeys(rs.Parts) {
-			r.PartsMs[name] = percentiles(rs.Parts[name])
+			r.PartsMs[name] = Summarize(rs.Parts[name])
 		}
 		filled = append(filled, "parts")
 	}

@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"replenish/metrics"
+	"replenish/records"
 )
 
 func TestReadRecords(t *testing.T) {
-	long := `{"kind":"write","t":1,"pad":"` + strings.Repeat("x", maxLine) + `"}`
+	long := `{"kind":"write","t":1,"pad":"` + strings.Repeat("x", records.MaxLine) + `"}`
 	for _, tc := range []struct {
 		name      string
 		lines     []string
@@ -133,27 +136,27 @@ func TestFillFromRecords(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		run    Run
-		sd     Percentiles
-		queue  Percentiles
-		c2r    *Percentiles
+		sd     metrics.Percentiles
+		queue  metrics.Percentiles
+		c2r    *metrics.Percentiles
 		wait   float64
 		filled bool
 	}{
 		{
 			name:  "all missing",
 			run:   Run{SourceDelayMs: NoPercentiles(), BottleneckQueueMs: NoPercentiles()},
-			sd:    Percentiles{50, 95, 99},
-			queue: Percentiles{100, 190, 198},
-			c2r:   &Percentiles{1050, 1095, 1099},
+			sd:    pct(50, 95, 99),
+			queue: pct(100, 190, 198),
+			c2r:   pctPtr(1050, 1095, 1099),
 			wait:  50, filled: true,
 		},
 		{
 			name: "runner's values kept",
-			run: Run{SourceDelayMs: Percentiles{1, 2, 3}, BottleneckQueueMs: Percentiles{4, 5, 6},
-				CaptureToReceivedMs: &Percentiles{7, 8, 9}, PartsMs: map[string]Percentiles{"wait": {10, 11, 12}}},
-			sd:    Percentiles{1, 2, 3},
-			queue: Percentiles{4, 5, 6},
-			c2r:   &Percentiles{7, 8, 9},
+			run: Run{SourceDelayMs: pct(1, 2, 3), BottleneckQueueMs: pct(4, 5, 6),
+				CaptureToReceivedMs: pctPtr(7, 8, 9), PartsMs: map[string]metrics.Percentiles{"wait": pct(10, 11, 12)}},
+			sd:    pct(1, 2, 3),
+			queue: pct(4, 5, 6),
+			c2r:   pctPtr(7, 8, 9),
 			wait:  10,
 		},
 	} {

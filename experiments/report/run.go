@@ -7,54 +7,30 @@
 //	OUT/runs/<run-id>/run.json       one Run, the runner's summary of the run
 //	OUT/runs/<run-id>/records.jsonl  per-write, per-frame and sample records
 //
-// Run and Percentiles are the schema of run.json; the runner writes them and
-// this package reads them back.
+// Run is the schema of run.json; the runner writes it and this package
+// reads it back. Its distributions are metrics.Percentiles carrying
+// Figures.
 package report
 
 import (
 	"encoding/json"
 	"math"
+
+	"replenish/metrics"
 )
 
-// Percentiles holds the 50th, 95th and 99th percentiles of a quantity. A NaN
-// field means the percentile is unknown; it is written to JSON as null, and
-// null or absent fields read back as NaN.
-type Percentiles struct {
-	P50, P95, P99 float64
-}
+// Figures are the figures run.json gives of a distribution: p50, p95 and
+// p99, each null when unknown.
+const Figures = metrics.P50 | metrics.P95 | metrics.P99
 
-// NoPercentiles returns Percentiles with every field unknown (NaN).
-func NoPercentiles() Percentiles {
-	nan := math.NaN()
-	return Percentiles{P50: nan, P95: nan, P99: nan}
-}
+// NoPercentiles returns a distribution of run.json with every figure
+// unknown (NaN).
+func NoPercentiles() metrics.Percentiles { return metrics.Unknown(Figures) }
 
-// Known reports whether any of the percentiles is a finite number.
-func (p Percentiles) Known() bool {
-	return finite(p.P50) || finite(p.P95) || finite(p.P99)
-}
-
-type percentilesJSON struct {
-	P50 *float64 `json:"p50"`
-	P95 *float64 `json:"p95"`
-	P99 *float64 `json:"p99"`
-}
-
-// MarshalJSON writes p as {"p50":..,"p95":..,"p99":..} with null for every
-// value that is not a finite number.
-func (p Percentiles) MarshalJSON() ([]byte, error) {
-	return json.Marshal(percentilesJSON{finitePtr(p.P50), finitePtr(p.P95), finitePtr(p.P99)})
-}
-
-// UnmarshalJSON reads the form MarshalJSON writes. Null or absent values, and
-// a null object, read as NaN.
-func (p *Percentiles) UnmarshalJSON(b []byte) error {
-	var v percentilesJSON
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*p = Percentiles{P50: orNaN(v.P50), P95: orNaN(v.P95), P99: orNaN(v.P99)}
-	return nil
+// Summarize returns the distribution of values as run.json gives it (see
+// Figures), all unknown for no values. It sorts values in place.
+func Summarize(values []float64) metrics.Percentiles {
+	return metrics.Summarize(values).Only(Figures)
 }
 
 // Run is one run's summary as the runner writes it to runs/<id>/run.json.
@@ -87,10 +63,10 @@ type Run struct {
 	DurationS float64 `json:"duration_s"` // measured window, after warm-up
 	WarmupS   float64 `json:"warmup_s"`   // warm-up before the measured window
 
-	SourceDelayMs       Percentiles            `json:"source_delay_ms"`
-	G2GMs               *Percentiles           `json:"g2g_ms,omitempty"`                 // video with a browser
-	CaptureToReceivedMs *Percentiles           `json:"capture_to_received_ms,omitempty"` // video
-	PartsMs             map[string]Percentiles `json:"parts_ms,omitempty"`               // video: wait, encode, source_delay, network
+	SourceDelayMs       metrics.Percentiles            `json:"source_delay_ms"`
+	G2GMs               *metrics.Percentiles           `json:"g2g_ms,omitempty"`                 // video with a browser
+	CaptureToReceivedMs *metrics.Percentiles           `json:"capture_to_received_ms,omitempty"` // video
+	PartsMs             map[string]metrics.Percentiles `json:"parts_ms,omitempty"`               // video: wait, encode, source_delay, network
 
 	GoodputBps  float64  `json:"goodput_bps"`
 	Utilization float64  `json:"utilization"`           // goodput / rate
@@ -99,11 +75,11 @@ type Run struct {
 	Height      int      `json:"height,omitempty"`      // video: most common resolution
 	BitrateBps  float64  `json:"bitrate_bps,omitempty"` // video: media bitrate delivered
 
-	BottleneckQueueMs Percentiles `json:"bottleneck_queue_ms"`
-	EmulatorDrops     int64       `json:"emulator_drops"` // in the window
-	Retransmits       int64       `json:"retransmits"`    // TCP's, in the window
-	Writes            int         `json:"writes,omitempty"`
-	Frames            int         `json:"frames,omitempty"`
+	BottleneckQueueMs metrics.Percentiles `json:"bottleneck_queue_ms"`
+	EmulatorDrops     int64               `json:"emulator_drops"` // in the window
+	Retransmits       int64               `json:"retransmits"`    // TCP's, in the window
+	Writes            int                 `json:"writes,omitempty"`
+	Frames            int                 `json:"frames,omitempty"`
 
 	Notes []string `json:"notes,omitempty"` // e.g. "goodput still converging"
 }
@@ -112,9 +88,9 @@ type Run struct {
 type runAlias Run
 
 // MarshalJSON writes r with every non-finite number replaced as described on
-// Run.
+// Run, and every distribution with Figures.
 func (r Run) MarshalJSON() ([]byte, error) {
-	a := runAlias(r)
+	a := runAlias(r.withFigures())
 	for _, f := range []*float64{&a.RTTMs, &a.QueueMs, &a.Loss, &a.DurationS, &a.WarmupS, &a.BitrateBps} {
 		if !finite(*f) {
 			*f = 0
@@ -144,8 +120,30 @@ func (r *Run) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &a); err != nil {
 		return err
 	}
-	*r = Run(a)
+	*r = Run(a).withFigures()
 	return nil
+}
+
+// withFigures returns r with every distribution carrying Figures: those
+// that came with fewer, from JSON or from a summary, get the others as
+// unknown; those that came with more lose them.
+func (r Run) withFigures() Run {
+	r.SourceDelayMs = r.SourceDelayMs.Only(Figures)
+	r.BottleneckQueueMs = r.BottleneckQueueMs.Only(Figures)
+	for _, p := range []**metrics.Percentiles{&r.G2GMs, &r.CaptureToReceivedMs} {
+		if *p != nil {
+			v := (*p).Only(Figures)
+			*p = &v
+		}
+	}
+	if r.PartsMs != nil {
+		parts := make(map[string]metrics.Percentiles, len(r.PartsMs))
+		for k, v := range r.PartsMs {
+			parts[k] = v.Only(Figures)
+		}
+		r.PartsMs = parts
+	}
+	return r
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -9,46 +9,54 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"replenish/metrics"
 )
 
-func TestPercentilesJSON(t *testing.T) {
+// TestRunPercentilesJSON reads the distributions of run.json as earlier
+// versions wrote them, and as a hand-edited file may hold them.
+func TestRunPercentilesJSON(t *testing.T) {
 	nan := math.NaN()
 	for _, tc := range []struct {
 		name string
 		in   string
-		want Percentiles
+		want metrics.Percentiles
 	}{
-		{"all", `{"p50":1.5,"p95":2,"p99":3}`, Percentiles{1.5, 2, 3}},
-		{"null", `{"p50":1,"p95":null,"p99":3}`, Percentiles{1, nan, 3}},
-		{"absent", `{"p50":1}`, Percentiles{1, nan, nan}},
+		{"all", `{"p50":1.5,"p95":2,"p99":3}`, pct(1.5, 2, 3)},
+		{"null", `{"p50":1,"p95":null,"p99":3}`, pct(1, nan, 3)},
+		{"absent", `{"p50":1}`, pct(1, nan, nan)},
 		{"object null", `null`, NoPercentiles()},
 		{"empty", `{}`, NoPercentiles()},
+		{"more figures", `{"p50":1,"p95":2,"p99":3,"n":4,"max":5}`, pct(1, 2, 3)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got Percentiles
-			if err := json.Unmarshal([]byte(tc.in), &got); err != nil {
+			var got Run
+			if err := json.Unmarshal([]byte(`{"source_delay_ms":`+tc.in+`}`), &got); err != nil {
 				t.Fatal(err)
 			}
-			if !sameFloat(got.P50, tc.want.P50) || !sameFloat(got.P95, tc.want.P95) || !sameFloat(got.P99, tc.want.P99) {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
+			p := got.SourceDelayMs
+			if p.Figures != Figures || p.N != 0 || p.Max != 0 || !sameFloat(p.P50, tc.want.P50) || !sameFloat(p.P95, tc.want.P95) || !sameFloat(p.P99, tc.want.P99) {
+				t.Fatalf("got %+v, want %+v", p, tc.want)
 			}
-			// Back out: NaN is null, never NaN.
-			b, err := json.Marshal(got)
+			// Back out: NaN is null, never NaN, and only p50, p95 and p99.
+			b, err := json.Marshal(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var back Percentiles
+			var back metrics.Percentiles
 			if err := json.Unmarshal(b, &back); err != nil {
 				t.Fatalf("%s: %v", b, err)
 			}
-			if !sameFloat(back.P50, got.P50) || !sameFloat(back.P95, got.P95) || !sameFloat(back.P99, got.P99) {
-				t.Fatalf("round trip %s: got %+v, want %+v", b, back, got)
+			if back.Figures != Figures || !sameFloat(back.P50, p.P50) || !sameFloat(back.P95, p.P95) || !sameFloat(back.P99, p.P99) {
+				t.Fatalf("round trip %s: got %+v, want %+v", b, back, p)
 			}
 		})
 	}
-	b, _ := json.Marshal(Percentiles{1, math.Inf(1), math.NaN()})
-	if string(b) != `{"p50":1,"p95":null,"p99":null}` {
-		t.Fatalf("Marshal = %s", b)
+	b, _ := json.Marshal(Run{SourceDelayMs: Summarize([]float64{1, 2}), BottleneckQueueMs: metrics.Summarize([]float64{3})})
+	for _, want := range []string{`"source_delay_ms":{"p50":1,"p95":2,"p99":2}`, `"bottleneck_queue_ms":{"p50":3,"p95":3,"p99":3}`} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("Marshal = %s, want %s in it", b, want)
+		}
 	}
 }
 
@@ -75,11 +83,11 @@ func TestRunJSON(t *testing.T) {
 		{
 			name: "non-finite",
 			in: Run{ID: "x", RTTMs: inf, Loss: nan, GoodputBps: nan, Utilization: inf, FPS: &fpsNaN, BitrateBps: nan,
-				SourceDelayMs: Percentiles{nan, 1, inf}, BottleneckQueueMs: NoPercentiles(),
-				G2GMs: &Percentiles{nan, nan, nan}, PartsMs: map[string]Percentiles{"wait": {nan, 2, 3}}},
+				SourceDelayMs: pct(nan, 1, inf), BottleneckQueueMs: NoPercentiles(),
+				G2GMs: pctPtr(nan, nan, nan), PartsMs: map[string]metrics.Percentiles{"wait": pct(nan, 2, 3)}},
 			want: Run{ID: "x", GoodputBps: nan, Utilization: nan,
-				SourceDelayMs: Percentiles{nan, 1, nan}, BottleneckQueueMs: NoPercentiles(),
-				G2GMs: &Percentiles{nan, nan, nan}, PartsMs: map[string]Percentiles{"wait": {nan, 2, 3}}},
+				SourceDelayMs: pct(nan, 1, nan), BottleneckQueueMs: NoPercentiles(),
+				G2GMs: pctPtr(nan, nan, nan), PartsMs: map[string]metrics.Percentiles{"wait": pct(nan, 2, 3)}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

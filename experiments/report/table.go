@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"replenish/metrics"
 )
 
 // table is one scenario's comparison, rendered both as Markdown and as HTML.
@@ -36,7 +38,7 @@ func anyRun(f func(Run) bool) func([]Run) bool {
 	return func(runs []Run) bool { return slices.ContainsFunc(runs, f) }
 }
 
-func knownPtr(p *Percentiles) bool { return p != nil && p.Known() }
+func knownPtr(p *metrics.Percentiles) bool { return p != nil && p.Known() }
 
 // columns lists every column in order; video columns are shown only when a
 // run of the table has the value.

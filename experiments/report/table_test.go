@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"replenish/metrics"
 )
 
 func TestFormats(t *testing.T) {
@@ -190,7 +192,7 @@ func TestMarkdown(t *testing.T) {
 }
 
 func TestRatios(t *testing.T) {
-	p := func(p50 float64) Percentiles { return Percentiles{p50, p50, p50} }
+	p := func(p50 float64) metrics.Percentiles { return pct(p50, p50, p50) }
 	for _, tc := range []struct {
 		name string
 		runs []Run

@@ -1,0 +1,196 @@
+package scenario
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"replenish/experiments/emu"
+	"replenish/media"
+	"replenish/rate"
+	"replenish/transport"
+)
+
+// defaultSndbuf is the default of --sndbuf, in bytes: the 8 MB send buffer
+// of the published table's unmanaged sender.
+const defaultSndbuf = 8 << 20
+
+// DefaultModes are the modes a run compares unless told otherwise: no
+// management, and SBM with the default replenish time.
+var DefaultModes = []transport.Mode{{Policy: transport.Default}, transport.DefaultMode}
+
+// Run lengths with --quick.
+const (
+	QuickWarmup   = 2 * time.Second
+	QuickDuration = 8 * time.Second
+)
+
+// Flags are the flags that describe runs, shared by the run command and the
+// lines of a matrix file. The modes are parsed as the flag is set; the
+// other values are kept as given and checked by Runs.
+type Flags struct {
+	Rate     string
+	RTT      time.Duration
+	Queue    time.Duration
+	Loss     float64
+	Schedule string
+	Modes    Modes
+	Workload string
+	Duration time.Duration
+	Warmup   time.Duration
+	CC       string
+	Sndbuf   string
+	MTU      int
+	Drain    time.Duration
+	Browser  bool
+	MaxRes   string
+	Bitrate  string
+	Scenario string
+}
+
+// Defaults returns the flags' defaults: the published table's path
+// (2 Mb/s, 172 ms RTT, a 200 ms queue, CUBIC and an 8 MiB send buffer),
+// bulk writes, DefaultModes, a 5 s warm-up, a 40 s window and up to 30 s of
+// drain.
+func Defaults() Flags {
+	return Flags{
+		Rate: "2mbit", RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, Modes: slices.Clone(DefaultModes),
+		Workload: KindBulk, Duration: 40 * time.Second, Warmup: 5 * time.Second, CC: "cubic",
+		Sndbuf: fmt.Sprintf("%dMiB", defaultSndbuf>>20), Drain: 30 * time.Second,
+	}
+}
+
+// Register defines the flags on fs with the current values of f as their
+// defaults.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Rate, "rate", f.Rate, "bottleneck `rate` of the forward path (e.g. 100kbit, 2mbit, 86mbit)")
+	fs.DurationVar(&f.RTT, "rtt", f.RTT, "round-trip propagation `delay`, half each way")
+	fs.DurationVar(&f.Queue, "queue", f.Queue, "bottleneck drop-tail queue as `time` at the rate (never under 8 full packets)")
+	fs.Float64Var(&f.Loss, "loss", f.Loss, "random loss `probability` (0 to 1) on the forward path")
+	fs.StringVar(&f.Schedule, "schedule", f.Schedule, "rate and RTT `steps` after the start, e.g. 20s=500kbit,30s=2mbit/80ms")
+	fs.Var(&f.Modes, "modes", "comma `list` of send-buffer modes: default, lowat=BYTES, replenish=DURATION, each optionally +nagle (and then +nosubmss)")
+	fs.StringVar(&f.Workload, "workload", f.Workload, "`workload`: video, bulk (64 KiB writes), bulk=BYTES per write, or rr (16 B + 32 B requests)")
+	fs.DurationVar(&f.Duration, "duration", f.Duration, "measured `time` after the warm-up")
+	fs.DurationVar(&f.Warmup, "warmup", f.Warmup, "warm-up `time` before the measured window")
+	fs.StringVar(&f.CC, "cc", f.CC, "TCP congestion `control` in both namespaces (cubic, bbr)")
+	fs.StringVar(&f.Sndbuf, "sndbuf", f.Sndbuf, "initial TCP send buffer on the sender side, `bytes` (net.ipv4.tcp_wmem default; autotuning may grow it); 0 keeps Linux's 16 KiB")
+	fs.IntVar(&f.MTU, "mtu", f.MTU, "MTU of the emulated path in `bytes` (576 to 1500; 0 means 1500); 1280 gives TCP an MSS of 1228, as on the published table's path")
+	fs.DurationVar(&f.Drain, "drain", f.Drain, "after the window, at most this `time` for the data written in it to leave the host (what has not counts as a lower bound)")
+	fs.BoolVar(&f.Browser, "browser", f.Browser, "video: also measure capture to displayed in headless Chromium")
+	fs.StringVar(&f.MaxRes, "max-res", f.MaxRes, "video: largest resolution `WxH` the sender may send (default the sender's)")
+	fs.StringVar(&f.Bitrate, "bitrate", f.Bitrate, "video: the sender's starting target `rate`, where default and lowat modes, which give it no view of the path, stay (default: the bottleneck rate)")
+	fs.StringVar(&f.Scenario, "scenario", f.Scenario, "`title` of the table these runs form (default: made from the workload and the path)")
+}
+
+// Runs checks the flags and returns one run per mode.
+func (f Flags) Runs() ([]Run, error) {
+	r, err := rate.Parse(f.Rate)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --rate: %v", ErrSpec, err)
+	}
+	switch {
+	case f.RTT < 0:
+		return nil, fmt.Errorf("%w: --rtt %v is negative", ErrSpec, f.RTT)
+	case f.Queue <= 0:
+		return nil, fmt.Errorf("%w: --queue %v must be positive", ErrSpec, f.Queue)
+	case !(f.Loss >= 0 && f.Loss < 1):
+		return nil, fmt.Errorf("%w: --loss %v is not a probability below 1", ErrSpec, f.Loss)
+	case f.Duration <= 0:
+		return nil, fmt.Errorf("%w: --duration %v must be positive", ErrSpec, f.Duration)
+	case f.Warmup < 0:
+		return nil, fmt.Errorf("%w: --warmup %v is negative", ErrSpec, f.Warmup)
+	case f.CC == "" || strings.ContainsAny(f.CC, "/. \t"):
+		return nil, fmt.Errorf("%w: --cc %q", ErrSpec, f.CC)
+	case f.MTU != 0 && (f.MTU < emu.MinMTU || f.MTU > emu.MTU):
+		return nil, fmt.Errorf("%w: --mtu %d: want %d to %d", ErrSpec, f.MTU, emu.MinMTU, emu.MTU)
+	case f.Drain < 0:
+		return nil, fmt.Errorf("%w: --drain %v is negative", ErrSpec, f.Drain)
+	}
+	sndbuf, err := ParseSize(f.Sndbuf)
+	if err != nil || sndbuf > maxSndbuf {
+		return nil, fmt.Errorf("%w: --sndbuf %q: want a byte count up to 1 GiB", ErrSpec, f.Sndbuf)
+	}
+	sched, err := ParseSchedule(f.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Modes) == 0 {
+		return nil, fmt.Errorf("%w: no modes", ErrSpec)
+	}
+	w, err := ParseWorkload(f.Workload)
+	if err != nil {
+		return nil, err
+	}
+	if f.MaxRes != "" {
+		if _, err := media.ParseSize(f.MaxRes); err != nil {
+			return nil, fmt.Errorf("%w: --max-res %q: %v", ErrSpec, f.MaxRes, err)
+		}
+	}
+	var bitrate rate.Bitrate
+	if f.Bitrate != "" {
+		if bitrate, err = rate.Parse(f.Bitrate); err != nil || bitrate < minVideoBitrate || bitrate > maxVideoBitrate {
+			return nil, fmt.Errorf("%w: --bitrate %q: want a rate from %v to %v", ErrSpec, f.Bitrate, minVideoBitrate, maxVideoBitrate)
+		}
+	}
+	if w.Kind != KindVideo && (f.Browser || f.MaxRes != "" || f.Bitrate != "") {
+		return nil, fmt.Errorf("%w: --browser, --max-res and --bitrate apply to the video workload only", ErrSpec)
+	}
+	path := Path{Rate: r, RTT: f.RTT, Queue: f.Queue, Loss: f.Loss, Schedule: sched, CC: f.CC, Sndbuf: sndbuf, MTU: f.MTU}
+	out := make([]Run, 0, len(f.Modes))
+	for _, m := range f.Modes {
+		out = append(out, Run{
+			Path: path, Mode: m, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
+			Browser: f.Browser, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario,
+		})
+	}
+	return out, nil
+}
+
+// Modes is a list of modes as a flag.Value: a comma-separated list, each
+// as transport.ParseMode reads it (see ParseModes).
+type Modes []transport.Mode
+
+// Set parses s with ParseModes.
+func (m *Modes) Set(s string) error {
+	v, err := ParseModes(s)
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// String returns the modes as Set reads them: "default,replenish=15ms".
+func (m Modes) String() string {
+	s := make([]string, len(m))
+	for i, mode := range m {
+		s[i] = mode.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Quick shortens every run to at most QuickWarmup of warm-up and
+// QuickDuration of window, as --quick does.
+func Quick(runs []Run) {
+	for i := range runs {
+		runs[i].Warmup, runs[i].Duration = min(runs[i].Warmup, QuickWarmup), min(runs[i].Duration, QuickDuration)
+	}
+}
+
+// UniqueIDs returns the IDs of runs, adding "-2", "-3"... to repeats.
+func UniqueIDs(runs []Run) []string {
+	ids := make([]string, len(runs))
+	seen := map[string]int{}
+	for i, s := range runs {
+		id := s.ID()
+		seen[id]++
+		if n := seen[id]; n > 1 {
+			id += "-" + strconv.Itoa(n)
+		}
+		ids[i] = id
+	}
+	return ids
+}
