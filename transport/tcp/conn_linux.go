@@ -50,6 +50,16 @@ func (c *Conn) setupFD(fd int) error {
 	if proto != unix.IPPROTO_TCP {
 		return fmt.Errorf("%w: protocol %d", ErrNotTCP, proto)
 	}
+	for _, step := range []func(int) error{c.setupNoDelay, c.setupLowat, c.setupBuffers, c.setupTimestamping} {
+		if err := step(fd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setupNoDelay sets TCP_NODELAY unless the mode keeps Nagle on.
+func (c *Conn) setupNoDelay(fd int) error {
 	nodelay := 1
 	if c.cfg.Mode.Nagle {
 		nodelay = 0
@@ -65,7 +75,12 @@ func (c *Conn) setupFD(fd int) error {
 		return fmt.Errorf("%w: TCP_NODELAY reads %d, set %d", ErrOption, got, nodelay)
 	}
 	c.opts.NoDelay = got != 0
+	return nil
+}
 
+// setupLowat sets an explicit TCP_NOTSENT_LOWAT in every mode, never the
+// sysctl's: the mode's byte count in lowat mode, no limit otherwise.
+func (c *Conn) setupLowat(fd int) error {
 	lowat := uint32(NoLowat)
 	if c.cfg.Mode.Policy == transport.Lowat {
 		lowat = uint32(c.cfg.Mode.Lowat)
@@ -73,29 +88,40 @@ func (c *Conn) setupFD(fd int) error {
 	if err := setLowat(fd, lowat); err != nil {
 		return err
 	}
+	var err error
 	if c.opts.NotsentLowat, err = getLowat(fd); err != nil {
 		return err
 	}
 	if c.opts.NotsentLowat != lowat {
 		return fmt.Errorf("%w: TCP_NOTSENT_LOWAT reads %d, set %d", ErrOption, c.opts.NotsentLowat, lowat)
 	}
+	return nil
+}
 
+// setupBuffers fixes SO_SNDBUF and sets TCP_USER_TIMEOUT where the
+// configuration asks.
+func (c *Conn) setupBuffers(fd int) error {
 	if c.cfg.Mode.SendBuffer > 0 {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, c.cfg.Mode.SendBuffer); err != nil {
 			return fmt.Errorf("tcp: setsockopt SO_SNDBUF %d: %w", c.cfg.Mode.SendBuffer, err)
 		}
+		var err error
 		if c.opts.SendBuffer, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil {
 			return fmt.Errorf("tcp: getsockopt SO_SNDBUF: %w", err)
 		}
 	}
-
 	if c.cfg.UserTimeout > 0 {
 		ms := int(min(c.cfg.UserTimeout.Milliseconds(), math.MaxInt32))
 		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, ms); err != nil {
 			return fmt.Errorf("tcp: setsockopt TCP_USER_TIMEOUT %d ms: %w", ms, err)
 		}
 	}
+	return nil
+}
 
+// setupTimestamping turns on SO_TIMESTAMPING for departure stamps, unless
+// the configuration turns them off.
+func (c *Conn) setupTimestamping(fd int) error {
 	if c.cfg.NoTimestamps {
 		return nil
 	}
@@ -115,7 +141,7 @@ func (c *Conn) setupFD(fd int) error {
 		}
 		c.opts.KeyBase = uint32(outq)
 	}
-	got, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING)
+	got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING)
 	if err != nil {
 		return fmt.Errorf("tcp: getsockopt SO_TIMESTAMPING: %w", err)
 	}
