@@ -50,3 +50,8 @@ type EncodedFrame struct {
 	Size       Size      // picture size
 	Start, End time.Time // when the encode call started and returned
 }
+
+// MaxFrameInterval caps the duration an encoder's rate control is told a
+// frame covers (4 fps), so that the first frame after a long pause does not
+// get seconds' worth of bits.
+const MaxFrameInterval = 250 * time.Millisecond

@@ -3,6 +3,7 @@ package media
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"replenish/rate"
 )
@@ -51,6 +52,9 @@ func TestLadder(t *testing.T) {
 		if err := r.Size.Check(); err != nil {
 			t.Errorf("rung %v: %v", r.Size, err)
 		}
+		if r.FPS < 0 || r.FPS > 120 {
+			t.Errorf("rung %v: %d fps", r.Size, r.FPS)
+		}
 		if r.Min <= 0 || r.Min >= r.Max || r.Min < MinBitrate || r.Max > MaxBitrate {
 			t.Errorf("rung %v: range %v..%v", r.Size, r.Min, r.Max)
 		}
@@ -80,6 +84,43 @@ func TestLadder(t *testing.T) {
 	for _, r := range Ladder {
 		if r.Size.W > 320 && r.Min <= 100*rate.Kbps {
 			t.Errorf("rung %v Min %v", r.Size, r.Min)
+		}
+	}
+	// The lowest rung at its Min, with what each frame adds on the wire
+	// (an RTP packet's 28-byte header, 4-byte VP8 descriptor and 2 bytes
+	// of framing per 1166 bytes of video, a 66-byte timing report, 52
+	// bytes of TCP/IP headers per segment), leaves at least 30% of a
+	// 100 kb/s link free.
+	low := Ladder[0]
+	fps := low.Rate(30)
+	video := low.Min.Bytes(time.Second) / fps
+	pkts := (video + 1165) / 1166
+	written := video + 34*pkts + 66
+	wire := written + 52*((written+1447)/1448)
+	if got := rate.Bitrate(8 * wire * fps); got > 70*rate.Kbps {
+		t.Errorf("lowest rung %v at %d fps and %v: %v on the wire, want at most 70 kb/s", low.Size, fps, low.Min, got)
+	}
+}
+
+func TestRungRate(t *testing.T) {
+	tests := []struct {
+		r      Rung
+		src    int
+		rate   int
+		period time.Duration
+	}{
+		{Rung{FPS: 15}, 30, 15, time.Second / 15},
+		{Rung{FPS: 15}, 10, 10, time.Second / 10},
+		{Rung{}, 30, 30, time.Second / 30},
+		{Rung{FPS: 30}, 30, 30, time.Second / 30},
+		{Rung{FPS: 15}, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.r.Rate(tt.src); got != tt.rate {
+			t.Errorf("%+v.Rate(%d) = %d, want %d", tt.r, tt.src, got, tt.rate)
+		}
+		if got := tt.r.Interval(tt.src); got != tt.period {
+			t.Errorf("%+v.Interval(%d) = %v, want %v", tt.r, tt.src, got, tt.period)
 		}
 	}
 }

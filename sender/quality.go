@@ -2,81 +2,254 @@ package sender
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"replenish/media"
 	"replenish/rate"
 )
 
-// Quality control: aim the encoder at the transport's drain rate times a
-// gain near 1, so that the socket stays just backlogged. TCP then stays
-// cwnd-limited, its delivery-rate samples measure the path rather than our
-// own bitrate, and bandwidth is discovered without a separate probe. Three
-// signals correct the gain:
-//
-//   - raw frames discarded while the sender waited for an invitation mean
-//     the target is too high: the frame rate fell below the source's;
-//   - a round trip well above the path's minimum means the target is too
-//     high as well: the excess is queueing at the bottleneck, where a
-//     loss-based congestion control would otherwise fill the buffer until
-//     it drops packets, and a video frame caught in the loss recovery waits
-//     a retransmission timeout at the source;
-//   - a link that went idle between the invitation and the write (the
-//     backlog at the invitation drained before the next frame was written),
-//     with little queueing in the network, means the target is too low.
-//
-// A keyframe is several frames' worth of data, so the frames discarded in
-// its wake say nothing about the target and are not counted against it.
-
-// Controller tuning.
+// Controller tuning; the Controller's doc comment says where each number
+// comes from.
 const (
-	initialGain  = 1.0
-	minGain      = 0.6
-	maxGain      = 1.3
-	skipFactor   = 0.93 // per discarded frame, up to maxSkipIn per update
-	maxSkipIn    = 3
-	idleStep     = 0.002                 // gain added per update after an idle link
-	idleMin      = 2 * time.Millisecond  // idle time that counts
-	queueHigh    = 40 * time.Millisecond // queueing (RTT above the minimum) that lowers the gain
-	queueLow     = 25 * time.Millisecond // queueing below which an idle link raises it
-	queueFactor  = 0.9                   // the gain's factor for queueing above queueHigh
-	queueHold    = time.Second           // at least this long between two such steps
-	maxRise      = 1.15                  // the target rises at most this much per update
-	maxFall      = 0.5                   // and falls at most to this fraction per update
-	keyGrace     = 3                     // frames after a keyframe whose discards are ignored
-	upHold       = 2 * time.Second       // the target must qualify this long before moving up a rung
-	rungGap      = time.Second           // at least this long between rung changes (each costs a keyframe)
-	unknownDrain = 0
+	cruiseGain   = 0.95                   // the cruising rate, as a fraction of the capacity
+	cruiseTime   = time.Second            // at least this long cruising before probing
+	cruiseFb     = 4                      // and at least this many feedback delays
+	probeK       = 0.008                  // s: a probe's speed is probeK/fb², see probeSpeed
+	probeMax     = 0.2                    // the fastest probe near the capacity, per second
+	probePast    = 1.05                   // past this times the capacity the probe accelerates
+	probeDouble  = 300 * time.Millisecond // the shortest time in which its speed doubles
+	probeFastest = 1.0                    // and its greatest speed, per second
+	regainSpeed  = 0.25                   // the speed back to the capacity before a cut, per second
+	regainBelow  = 0.8                    // for a cut that lowered the capacity below this share of it
+	startGrowth  = 0.7                    // e-folds per second while starting (doubling each second)
+	cutFactor    = 0.9                    // a cut's rate as a fraction of the capacity estimate
+	drainTrust   = 0.8                    // a congestion estimate above this share of the drain rate trusts it
+	minCut       = 0.3                    // the deepest single cut
+	lagFactor    = 2                      // the queue's growth over the smoothed RTT's slope when a queue first shows
+	drainTime    = time.Second            // a cut also drains the excess queue within this
+	qHigh        = 12 * time.Millisecond  // excess queueing that means congestion
+	qLow         = 6 * time.Millisecond   // excess queueing below which the rate may rise
+	slopeHigh    = 0.25                   // a round trip growing this fast (s/s) means congestion
+	burstSlope   = 3                      // growing faster than this (s/s), the queue is a burst
+	refWindow    = 4 * time.Second        // the window of the self term (and of the kept round trips)
+	envelope     = 100 * time.Millisecond // the shortest window of the round trip's lower envelope
+	selfRank     = 20                     // the percentile of the smoothed RTT taken as the frames' own queueing
+	shiftCuts    = 2                      // cuts without effect before the base round trip moves
+	shiftTime    = 2 * time.Second        // over at least this long
+	shiftFb      = 6                      // and this many feedback delays
+	slopeWindow  = 500 * time.Millisecond // the window of the round trip's trend
+	sentWindow   = 500 * time.Millisecond // the window of the sent rate
+	sentKeep     = 3 * time.Second        // how long sent samples are kept
+	sentLead     = 1.25                   // the rate leads what was actually sent by at most this
+	skipHigh     = 0.3                    // the fraction of frames skipped that lowers the rate
+	skipStep     = 0.9                    // by at least this factor
+	keyPayback   = 500 * time.Millisecond // a keyframe's excess is paid back over this
+	upHold       = time.Second            // the rate must qualify this long before moving up a rung
+	downHold     = time.Second            // and be below the rung's Min this long before moving down
+	downFar      = 0.6                    // unless it is below this share of the Min
+	rungGap      = time.Second            // at least this long between rung changes (each costs a keyframe)
+	saturated    = 0.8                    // encoder output below this fraction of its target: saturated
+	encodeBudget = 20 * time.Millisecond  // the most a frame may take to encode at a rung moved up to
+	maxSamples   = 512                    // bound on the kept samples
+	maxSkipScale = 7                      // a frame after skips gets at most 1/8 of the bitrate
+	mssGuess     = 1448                   // bytes per segment, for counting ACKs
+	unknownDrain = 0                      // a drain rate at or below this is unknown
+)
+
+// phase is where the controller is in its cycle.
+type phase int
+
+const (
+	starting   phase = iota // growing exponentially to the first congestion
+	recovering              // back up toward the cruising rate after a cut
+	cruising                // holding just below the capacity
+	probing                 // growing past it to find out whether the path carries more
 )
 
 // Controller chooses the encoder's target bitrate and the resolution rung for
 // each frame. It is a pure function of its observations and the times they
 // carry; it is not safe for concurrent use.
+//
+// # Physics
+//
+// A TCP flow kept backlogged in its socket grows CUBIC's window until the
+// bottleneck queue overflows: keeping the socket just backlogged keeps the
+// bottleneck queue full. So the controller keeps the flow
+// application-limited, a little below the bottleneck rate, and takes the
+// queueing delay (the round trip above its minimum) as its congestion
+// signal, as WebRTC's GCC and BBR do. Application-limited, the drain rate
+// measures only the stream's own bitrate, so the controller finds extra
+// bandwidth itself by probing above it. A frame written to an idle link
+// leaves as a burst and takes size/rate to cross the bottleneck: that
+// serialization is the frame's own, part of the delay floor, not queueing.
+//
+// # Signals
+//
+// The rate sent: the bytes written per frame (Written) over sentWindow. The
+// excess: the smoothed RTT's lower envelope over the last 2.5 frames (at
+// least envelope; the smallest value, so the peaks of a frame's own
+// serialization drop out), less the base (MinRTT, plus a shift learned
+// when the round trip rises for good), less the self term (the frames' own
+// serialization: the selfRank percentile of the smoothed RTT over
+// refWindow above the base, at most one average frame at the capacity).
+// The slope: the smoothed RTT's trend, over slopeWindow or since the
+// excess last was below qLow. The feedback delay: a round trip plus the
+// time the kernel's smoothing (an eighth per ACK) takes to follow, at
+// least a frame. The drain rate: a lower bound on the capacity. Skipped
+// frames: the transport drains slower than the encoder fills it.
+//
+// # Phases
+//
+// Starting, the rate doubles each second (startGrowth: VP8's rate control
+// follows a new target over about a second; faster growth outruns it)
+// until the first congestion. Recovering, it approaches cruiseGain of the
+// capacity with a time constant of half a feedback delay. Cruising, it
+// holds there for cruiseTime and cruiseFb feedback delays. Probing, it
+// grows at probeK/fb² per second (at most probeMax): a probe that crosses
+// the capacity builds queue as v·t²/2 until its signal returns a feedback
+// delay later, so this speed keeps the overshoot near 30 ms. Past probePast
+// times the capacity last congested (the ceiling) without a queue, the
+// path has grown: the speed doubles every probeDouble or feedback delay up
+// to probeFastest, so that a doubled link is found within seconds. The
+// rate never leads the rate actually sent by more than sentLead (the
+// encoder reaches 85% of a raised target at once), so it cannot run away
+// from an encoder that does not fill it.
+//
+// # Congestion
+//
+// An excess above qHigh, or above qLow while the slope exceeds slopeHigh,
+// is congestion, except within keyPayback and a round trip of a keyframe
+// (whose queue is paid back instead). The capacity is then the rate sent a
+// feedback delay ago divided by one plus the queue's growth, or the drain
+// rate if that agrees within drainTrust (the drain rate measured the
+// bottleneck while the queue built, unless the path slowed and the
+// windowed maximum remembers). The smoothed RTT's slope shows about half
+// the queue's real growth when the queue first shows (lagFactor, measured
+// on the bench), and the queue now is the excess plus its growth over the
+// feedback delay; the cut takes the rate to cutFactor of the capacity, less
+// what drains that queue within drainTime, never below minCut of it. One
+// cut per feedback delay and 100 ms, none while the queue drains. A queue
+// that grows faster than burstSlope (arrivals at four times the link rate,
+// more than a probe or a step makes) is a burst, a stall's backlog leaving
+// at once: it is drained and the capacity kept. A cut that lowered the
+// capacity below regainBelow of its old value is regained at regainSpeed
+// in case it was a burst; if it congests again the path did slow. A
+// standing excess that shiftCuts cuts over shiftTime and shiftFb feedback
+// delays did not halve is not the stream's own (a longer route, another
+// flow's queue): the base moves up to it rather than starve the stream.
+// Frames skipped at more than skipHigh of the frames without a queue mean
+// the transport is the limit (BBR paces at its own estimate of an
+// application-limited flow): the rate falls by skipStep, below the drain
+// rate.
+//
+// # Per frame and rung
+//
+// A keyframe's excess over a nominal frame is paid back over keyPayback.
+// After skipped frames libvpx spends the whole gap's bits on the next
+// frame; the target is divided by the frames the gap spans (at most
+// 1+maxSkipScale), so that frame does not wait in turn. The rung moves up
+// when the target has held for upHold at the current rung's Max or the
+// next rung's default (the lesser), or at the next rung's Min with the
+// encoder below saturated of its target (it cannot fill the rung), and the
+// next rung's frames would encode within encodeBudget (60% of a 30 fps
+// interval); down after downHold below the rung's Min, at once below
+// downFar of it; never within rungGap of the last change, each costing a
+// keyframe.
+//
+// qHigh and qLow hold the standing queue between 6 and 12 ms, well inside
+// the 25 ms the capture-to-received median may exceed the floor, with
+// room for a probe's overshoot; cruiseGain leaves 5% for the frames' size
+// noise (about 15%) and keyframes at the 90% utilization target.
 type Controller struct {
 	ladder     []media.Rung
 	rung       int
-	target     rate.Bitrate // unclamped by the rung: what the path could carry
-	gain       float64
-	sinceKey   int       // frames since the last keyframe
-	lastQueue  time.Time // when queueing last lowered the gain
-	upSince    time.Time // when the target began to qualify for the next rung; zero if it does not
+	upSince    time.Time // when the rate began to qualify for the next rung; zero if it does not
+	downSince  time.Time // when the rate fell below the rung's Min; zero if it is not
 	lastChange time.Time // last rung change
+
+	started   bool
+	prev      time.Time
+	phase     phase
+	phaseAt   time.Time
+	rate      rate.Bitrate // the rate (bytes written, in bits per second) to send at now
+	capacity  rate.Bitrate // the path's capacity as last measured
+	speed     float64      // the probe's relative growth per second
+	lastCut   time.Time
+	lastCutQ  time.Duration
+	lastD     rate.Bitrate
+	overhead  float64 // bytes written per encoded byte
+	prevBits  rate.Bitrate
+	outRatio  float64 // encoder output over its target
+	debt      float64 // keyframe bytes still to pay back
+	keyUntil  time.Time
+	fb        time.Duration // the feedback delay
+	skips     float64       // the recent fraction of frames skipped
+	frameAvg  float64       // bytes written per frame, averaged
+	encode    time.Duration // encode time per frame at the current rung, averaged; 0 if unknown
+	ceiling   rate.Bitrate  // the capacity estimated at the last congestion
+	riseFrom  time.Time     // the last time the excess was below qLow
+	lastBurst bool          // the last cut took the queue for a burst
+	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
+	shift     time.Duration // the base round trip above the transport's minimum
+	cuts      int           // cuts since firstCut, each within shiftTime of the last
+	firstCut  time.Time
+	firstCutQ time.Duration
+
+	rtts    []sample // (time, smoothed RTT)
+	scratch []time.Duration
+	sent    []sample // (time, bytes written)
 }
 
-// Observation is what the sender knows when it is about to encode a frame.
+type sample struct {
+	t time.Time
+	v float64
+}
+
+// Observation is what the sender knows when it is about to encode a frame:
+// what the transport reported at the invitation, and what the previous
+// frame cost.
 type Observation struct {
-	Now       time.Time
-	DrainRate rate.Bitrate // the transport's estimate; zero if unknown
-	Skipped   int          // raw frames discarded unseen since the previous encode
-	// Idle is how long the link sat idle before this write: the time from
-	// the invitation to the write, less the time the backlog at the
-	// invitation took to drain. Zero or negative: the link stayed busy.
-	Idle time.Duration
-	// Keyframe says the previous frame was a keyframe.
-	Keyframe bool
+	Now time.Time
+	// DrainRate is the transport's estimate of the rate its backlog
+	// drains at: bytes delivered over windows of at least an SRTT while
+	// backlogged, a windowed maximum over about ten round trips which
+	// application-limited windows may only raise; zero if unknown.
+	DrainRate rate.Bitrate
+	// AppLimited says the estimate comes from application-limited
+	// windows. The controller treats the drain rate as a lower bound on
+	// the path's rate either way, so it does not read this; it is here
+	// for the frame records.
+	AppLimited bool
+	// Unsent is the transport's unsent backlog at the invitation, bytes.
+	// The invitation rule keeps it below a few packets, so it carries no
+	// rate signal of its own; the controller does not read it.
+	Unsent int
 	// RTT and MinRTT are the transport's smoothed and smallest round
-	// trips; zero if unknown.
+	// trips; zero if unknown. The RTT's rise above the minimum is the
+	// controller's congestion signal.
 	RTT, MinRTT time.Duration
+	// Skipped counts the frames the rung's frame rate would have taken
+	// that were discarded while the sender waited for an invitation: the
+	// transport drained slower than the encoder filled it.
+	Skipped int
+	// Keyframe says the previous frame was a keyframe: its queue is paid
+	// back, not taken for congestion.
+	Keyframe bool
+	// Encoded and Written are the previous frame's size from the encoder
+	// and the bytes written for it (packet headers, control packets and
+	// framing included); zero before the first frame. Written gives the
+	// rate actually sent (the path's load), Encoded against the target
+	// tells a saturated encoder.
+	Encoded, Written int
+	// EncodeTime is how long the previous frame took to encode, for the
+	// rung choice: a rung whose frames cannot be encoded in time is not
+	// taken.
+	EncodeTime time.Duration
+	// Target says DrainRate is a congestion controller's target to follow
+	// as is (WebRTC's send-side bandwidth estimate), not a measurement:
+	// the controller then sends at it, without corrections of its own.
+	Target bool
 }
 
 // Decision is the controller's choice for the next frame.
@@ -89,94 +262,460 @@ type Decision struct {
 // NewController returns a controller over ladder (ascending, non-empty) that
 // starts at the given bitrate, clamped to the ladder's range.
 func NewController(ladder []media.Rung, start rate.Bitrate) *Controller {
-	c := &Controller{ladder: ladder, gain: initialGain, sinceKey: keyGrace}
-	c.target = c.clamp(start)
-	c.rung = c.startRung(c.target)
+	c := &Controller{ladder: ladder, overhead: 1, outRatio: 1}
+	c.rate = c.clamp(start)
+	c.capacity = c.rate
+	c.rung = c.startRung(c.rate)
 	return c
 }
 
 // Rung returns the current rung.
 func (c *Controller) Rung() media.Rung { return c.ladder[c.rung] }
 
-// Target returns the current unclamped target: the bitrate the controller
-// believes the path carries, before the rung's limits.
-func (c *Controller) Target() rate.Bitrate { return c.target }
+// Target returns the encoder's target before the rung's limits: the
+// bitrate the controller believes the path carries now.
+func (c *Controller) Target() rate.Bitrate {
+	return c.clamp(rate.Bitrate(float64(c.rate) / c.overhead))
+}
 
 // Update takes one observation and returns the decision for the next frame.
 func (c *Controller) Update(o Observation) Decision {
-	if o.Keyframe {
-		c.sinceKey = 0
-	} else {
-		c.sinceKey++
+	if !c.started {
+		c.started, c.prev, c.phaseAt = true, o.Now, o.Now
 	}
-	skipped := o.Skipped
-	if c.sinceKey <= keyGrace {
-		skipped = 0
-	}
-	queueing := time.Duration(0)
-	if o.RTT > 0 && o.MinRTT > 0 {
-		queueing = o.RTT - o.MinRTT
-	}
-	switch {
-	case skipped > 0:
-		c.gain *= math.Pow(skipFactor, float64(min(skipped, maxSkipIn)))
-	case queueing > queueHigh:
-		// One step, then wait for it to show: the encoder's rate
-		// control takes about a second to follow a new target, and
-		// the RTT shows the result a round trip after that.
-		if c.lastQueue.IsZero() || o.Now.Sub(c.lastQueue) >= max(queueHold, 2*o.RTT) {
-			c.gain *= queueFactor
-			c.lastQueue = o.Now
-		}
-	case o.Idle >= idleMin && queueing < queueLow:
-		c.gain += idleStep
-	}
-	c.gain = min(max(c.gain, minGain), maxGain)
-
+	dt := max(o.Now.Sub(c.prev), 0)
+	c.account(o, dt)
 	// Without a drain rate the transport gives no view of the path (no
 	// source buffer management): the target stays where it is, as an
 	// application configured for a bitrate would keep it.
-	if o.DrainRate > unknownDrain {
-		want := o.DrainRate.Scale(c.gain)
-		want = min(want, c.target.Scale(maxRise))
-		want = max(want, c.target.Scale(maxFall))
-		c.target = c.clamp(want)
+	switch {
+	case o.Target && o.DrainRate > unknownDrain:
+		c.rate = c.clamp(o.DrainRate) // it already probes and backs off
+	case o.DrainRate > unknownDrain && o.RTT > 0:
+		c.control(o, dt)
 	}
-
+	c.prev = o.Now
 	changed := c.chooseRung(o.Now)
 	r := c.ladder[c.rung]
-	return Decision{Bitrate: min(max(c.target, r.Min), r.Max), Rung: r, RungChanged: changed}
+	video := rate.Bitrate(max(float64(c.rate)-c.debt/keyPayback.Seconds()*8, float64(c.rate)*0.5) / c.overhead)
+	b := min(max(c.clamp(video), r.Min), r.Max)
+	// The encoder spends the bits of the whole gap on a frame taken after
+	// skipped ones (libvpx: about twice the gap's worth); a frame that
+	// size would wait in turn. Aim it at one frame's worth instead, below
+	// the rung's range if need be: it is one frame.
+	b = max(b/rate.Bitrate(1+min(o.Skipped, maxSkipScale)), media.MinBitrate)
+	c.prevBits = b
+	return Decision{Bitrate: b, Rung: r, RungChanged: changed}
 }
 
-// chooseRung moves down a rung as soon as the target falls below the
-// current rung's Min, and up only after the target has held at or above the
-// next rung's default bitrate (the middle of its range) for upHold: a rung
-// is worth its keyframe only when the path carries it comfortably. Changes
-// are at least rungGap apart.
+// account takes in what the previous frame cost: the overhead of packets
+// and control, the encoder's output against its target, the bytes sent,
+// and a keyframe's excess to pay back.
+func (c *Controller) account(o Observation, dt time.Duration) {
+	// The lowered target (see Update) pays the debt back at
+	// debt/keyPayback.
+	c.debt -= c.debt * min(dt.Seconds()/keyPayback.Seconds(), 1)
+	if !o.Now.Before(c.keyUntil) {
+		miss := float64(o.Skipped) / float64(o.Skipped+1)
+		c.skips += (miss - c.skips) * min(dt.Seconds(), 1)
+	}
+	if o.EncodeTime > 0 {
+		if c.encode == 0 {
+			c.encode = o.EncodeTime
+		}
+		c.encode += (o.EncodeTime - c.encode) / 8
+	}
+	if o.Written <= 0 || o.Encoded <= 0 {
+		return
+	}
+	if c.frameAvg == 0 {
+		c.frameAvg = float64(o.Written)
+	}
+	c.frameAvg += (float64(o.Written) - c.frameAvg) * 0.1
+	c.overhead += (float64(o.Written)/float64(o.Encoded) - c.overhead) * 0.1
+	c.sent = push(c.sent, sample{c.prev, float64(o.Written)}, o.Now.Add(-sentKeep))
+	if c.prevBits > 0 && dt > 0 {
+		got := float64(o.Encoded*8) / dt.Seconds() / float64(c.prevBits)
+		c.outRatio += (min(got, 2) - c.outRatio) * min(dt.Seconds(), 1)
+	}
+	if o.Keyframe {
+		nominal := float64(c.rate) / 8 * dt.Seconds()
+		if extra := float64(o.Written) - nominal; extra > 0 {
+			c.debt += extra
+		}
+		c.keyUntil = later(c.keyUntil, o.Now.Add(keyPayback+o.RTT))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// push appends s to xs, dropping samples before since and beyond
+// maxSamples.
+func push(xs []sample, s sample, since time.Time) []sample {
+	i := 0
+	for i < len(xs) && (xs[i].t.Before(since) || len(xs)-i >= maxSamples) {
+		i++
+	}
+	if i > 0 {
+		xs = append(xs[:0], xs[i:]...)
+	}
+	return append(xs, s)
+}
+
+// sentRate returns the rate of bytes written in [from, to), in bits per
+// second; 0 if unknown.
+func (c *Controller) sentRate(from, to time.Time) rate.Bitrate {
+	if to.Sub(from) <= 0 || len(c.sent) == 0 || c.sent[0].t.After(from) {
+		return 0
+	}
+	var n float64
+	for _, s := range c.sent {
+		if !s.t.Before(from) && s.t.Before(to) {
+			n += s.v
+		}
+	}
+	return rate.Bitrate(n * 8 / to.Sub(from).Seconds())
+}
+
+// control is one step of the rate control proper.
+func (c *Controller) control(o Observation, dt time.Duration) {
+	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT)}, o.Now.Add(-refWindow))
+	c.fb = c.feedback(o, dt)
+	excess := c.excess(o, dt)
+	c.shifted(o, excess)
+	excess = c.excess(o, dt)
+	c.evidence(o, excess)
+	if excess < qLow {
+		c.riseFrom = o.Now
+	}
+	slope := c.slope(o.Now)
+	keyed := o.Now.Before(c.keyUntil)
+	switch {
+	case !keyed && (excess > qHigh || (slope > slopeHigh && excess > qLow)):
+		c.congested(o, excess, slope)
+	case !keyed && c.skips > skipHigh:
+		c.transportLimited(o)
+	case excess < qLow || (c.phase == recovering && excess < qHigh):
+		c.grow(o, dt)
+	default:
+		c.phaseAt = c.phaseAt.Add(dt) // hold: the phase's clock waits
+	}
+}
+
+// feedback returns the delay before a change of rate shows in the smoothed
+// RTT: a round trip, plus the time the kernel's smoothing (an eighth per
+// ACK) takes to follow, at least a frame.
+func (c *Controller) feedback(o Observation, dt time.Duration) time.Duration {
+	if o.Written <= 0 || dt <= 0 {
+		return o.RTT + dt
+	}
+	acks := float64((o.Written + mssGuess - 1) / mssGuess)
+	return o.RTT + max(dt, time.Duration(8/acks*float64(dt)))
+}
+
+// probeSpeed returns the relative growth per second with which a probe
+// that crosses the capacity builds at most about 30 ms of queue before its
+// signal (qHigh) returns a feedback delay later: the queue grows as
+// v·t²/2, so v ≤ (√(2·30ms) − √(2·qHigh))² / fb² ≈ probeK/fb².
+func (c *Controller) probeSpeed() float64 {
+	f := c.fb.Seconds()
+	return min(probeMax, probeK/(f*f))
+}
+
+// evidence raises the capacity to what the path has shown it carries: a
+// delivered rate is a lower bound on capacity, whether the transport's
+// drain rate (the most bytes delivered over a window of at least a round
+// trip) or the rate the controller sent while no queue built. The drain
+// rate is a windowed maximum that, while the flow is application-limited,
+// keeps its last value: after the path slows it still remembers the old
+// rate, so a drain rate above the ceiling (where the path last congested)
+// is not taken. The ceiling itself goes once the controller has sent above
+// it without a queue building: the path has become faster.
+func (c *Controller) evidence(o Observation, excess time.Duration) {
+	clean := excess < qLow && c.skips < skipHigh
+	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
+	if !clean {
+		sent = 0
+	}
+	if c.ceiling > 0 && sent > c.ceiling.Scale(probePast) {
+		c.ceiling = 0
+	}
+	lower := max(o.DrainRate, sent)
+	if c.ceiling > 0 && o.DrainRate > c.ceiling.Scale(probePast) {
+		lower = sent
+	}
+	c.capacity = max(c.capacity, lower)
+}
+
+// excess returns the queueing not explained by the path or the frames' own
+// serialization. A frame's packets queue behind each other at the
+// bottleneck, so the smoothed RTT swings with the size of the frames acked
+// last; its lower envelope (the smallest over the last few frames) moves
+// only with a standing queue. The excess is that envelope above the base
+// (the transport's minimum RTT, plus any shift learned when the round trip
+// rose for good, see shifted), less the self term: the smoothed RTT's low
+// percentile (selfRank) over refWindow above the base, at most one average
+// frame's serialization at the capacity, so that a standing queue larger
+// than that cannot hide in it. (Not the minimum: a pause, as BBR's
+// PROBE_RTT, empties the path for a moment and would make the frames' own
+// queueing look like excess for the whole window.)
+func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
+	base := o.MinRTT + c.shift
+	recent := o.RTT
+	span := max(envelope, dt*5/2)
+	c.scratch = c.scratch[:0]
+	for _, s := range c.rtts {
+		v := time.Duration(s.v)
+		c.scratch = append(c.scratch, v)
+		if !s.t.Before(o.Now.Add(-span)) {
+			recent = min(recent, v)
+		}
+	}
+	slices.Sort(c.scratch)
+	low := c.scratch[len(c.scratch)*selfRank/100]
+	self := min(max(low-base, 0), c.capacity.Duration(int(c.frameAvg)))
+	return recent - base - self
+}
+
+// shifted raises the base round trip when a standing excess does not
+// respond to the controller's cuts: after shiftCuts cuts over shiftTime and
+// shiftFb feedback delays, a queue of its own would have drained at least
+// by half, while an excess that stays is not its own: the path's round trip
+// rose, or another flow holds a queue it cannot drain, and cutting further
+// would only starve the stream. The capacity from before the cuts is then
+// regained fast (see grow). The shift falls at once when the round trip
+// does.
+func (c *Controller) shifted(o Observation, excess time.Duration) {
+	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
+	if excess <= qHigh || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
+		return
+	}
+	if excess < c.firstCutQ/2 {
+		return // it is draining
+	}
+	low := o.RTT
+	for _, s := range c.rtts {
+		if !s.t.Before(o.Now.Add(-time.Second)) {
+			low = min(low, time.Duration(s.v))
+		}
+	}
+	c.shift = max(c.shift, low-o.MinRTT)
+	c.cuts = 0
+}
+
+// slope returns the trend of the smoothed RTT, in seconds per second: over
+// slopeWindow, or since the queue began to rise (the excess was last below
+// qLow) if that is more recent, so that a queue growing since a moment ago
+// is not averaged with the flat time before it.
+func (c *Controller) slope(now time.Time) float64 {
+	from := now.Add(-slopeWindow)
+	if c.riseFrom.After(from) {
+		from = c.riseFrom
+	}
+	var n, st, sv, stt, stv float64
+	for _, s := range c.rtts {
+		if s.t.Before(from) {
+			continue
+		}
+		t := s.t.Sub(now).Seconds()
+		v := time.Duration(s.v).Seconds()
+		n, st, sv, stt, stv = n+1, st+t, sv+v, stt+t*t, stv+t*v
+	}
+	d := n*stt - st*st
+	if n < 3 || d <= 0 {
+		return 0
+	}
+	return (n*stv - st*sv) / d
+}
+
+// congested cuts the rate below the path's capacity, deep enough to drain
+// the excess queue within drainTime. The capacity is estimated as the rate
+// sent a feedback delay ago (what the queue's growth now shows) divided by
+// one plus that growth, and no more than the drain rate. Then it waits a
+// feedback delay and a little for the cut to show before cutting again,
+// and cuts again only if the queue has not begun to drain.
+func (c *Controller) congested(o Observation, excess time.Duration, slope float64) {
+	if !c.lastCut.IsZero() && o.Now.Sub(c.lastCut) < c.fb+100*time.Millisecond {
+		return
+	}
+	if !c.lastCut.IsZero() && slope <= 0 && excess < c.lastCutQ {
+		return // draining
+	}
+	burst := slope > burstSlope && !c.lastBurst
+	c.lastBurst = burst
+	if burst {
+		// A queue that grows faster than the sending rate can make it
+		// is a burst: the backlog a stall left (BBR's PROBE_RTT, a
+		// retransmission timeout) leaving at once. It says nothing of
+		// the capacity; drain it and keep the estimate. If it goes on
+		// growing, the next cut treats it as the rate's.
+		f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
+		c.rate = min(c.rate, c.capacity.Scale(f))
+		c.lastCut, c.lastCutQ = o.Now, excess
+		c.phase, c.phaseAt = recovering, o.Now
+		return
+	}
+	// The queue grows at sent/capacity − 1 seconds per second, and the
+	// smoothed RTT's slope shows about half of that growth when the
+	// excess first crosses qHigh (the kernel moves it an eighth per ACK:
+	// lagFactor), so the capacity is what was sent a feedback delay ago
+	// over one plus lagFactor times the slope.
+	then := o.Now.Add(-c.fb)
+	sent := c.sentRate(then.Add(-sentWindow), then)
+	if sent < c.rate/2 {
+		sent = c.rate // the window held a stall: it says nothing of the path
+	}
+	// The drain rate measured the bottleneck while this queue built; it
+	// is the better estimate unless the queue's growth says the path is
+	// well below it (it slowed, and the windowed maximum remembers).
+	est := sent.Scale(1 / (1 + max(slope, 0)))
+	if d := o.DrainRate; d > 0 && est >= d.Scale(drainTrust) {
+		est = d
+	} else {
+		est = sent.Scale(1 / (1 + lagFactor*max(slope, 0)))
+	}
+	// The queue now is the excess plus what it grew over the feedback
+	// delay (the lagged slope, times lagFactor); the cut drains it
+	// within drainTime.
+	queue := excess.Seconds() + lagFactor*max(slope, 0)*c.fb.Seconds()
+	f := max(minCut, cutFactor-queue/drainTime.Seconds())
+	if c.cuts == 0 || o.Now.Sub(c.lastCut) > shiftTime {
+		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
+	}
+	c.cuts++
+	switch {
+	case c.before > 0:
+		c.before = 0 // regaining congested: the path did slow
+	case est < c.capacity.Scale(regainBelow):
+		c.before = c.capacity
+	}
+	c.ceiling, c.capacity = est, est
+	c.rate = min(c.rate, est.Scale(f))
+	c.lastCut, c.lastCutQ = o.Now, excess
+	c.phase, c.phaseAt = recovering, o.Now
+}
+
+// transportLimited lowers the rate below the transport's drain rate when
+// frames keep being skipped without queueing in the network: the transport
+// drains slower than the encoder fills it (BBR paces at its own estimate,
+// which an application-limited flow holds near the flow's rate). The
+// probing that follows lets BBR's gain cycle find the backlog it needs to
+// raise its estimate, which the drain rate then shows.
+func (c *Controller) transportLimited(o Observation) {
+	if !c.lastCut.IsZero() && o.Now.Sub(c.lastCut) < c.fb+200*time.Millisecond {
+		return
+	}
+	c.rate = c.rate.Scale(skipStep)
+	if o.DrainRate > 0 {
+		c.rate = min(c.rate, o.DrainRate.Scale(cruiseGain))
+	}
+	c.lastCut = o.Now
+	if c.phase == probing || c.phase == starting {
+		c.phase, c.phaseAt = cruising, o.Now
+	}
+}
+
+// grow raises the rate: exponentially while starting; after a cut back to
+// the cruising rate within a few feedback delays; then, after cruising, by
+// probing past the capacity at a speed the feedback delay allows, faster
+// and faster once well past it.
+func (c *Controller) grow(o Observation, dt time.Duration) {
+	cruise := c.capacity.Scale(cruiseGain)
+	want := c.rate
+	switch c.phase {
+	case starting:
+		want = c.rate.Scale(math.Exp(startGrowth * dt.Seconds()))
+	case recovering:
+		want += rate.Bitrate(float64(cruise-want) * (1 - math.Exp(-2*dt.Seconds()/c.fb.Seconds())))
+		if want >= cruise.Scale(0.98) {
+			c.phase, c.phaseAt = cruising, o.Now
+		}
+	case cruising:
+		want = max(want, cruise)
+		if o.Now.Sub(c.phaseAt) >= max(cruiseTime, cruiseFb*c.fb) {
+			c.phase, c.phaseAt, c.speed = probing, o.Now, c.probeSpeed()
+		}
+	case probing:
+		speed := c.speed
+		if c.rate < c.before.Scale(cruiseGain) {
+			// Below where the path carried the stream before the last
+			// cut: that may have been a burst or a stall rather than
+			// the path slowing, so climb back fast; if the path did
+			// slow, this finds out once, and forgets.
+			speed = max(speed, regainSpeed)
+		} else {
+			c.before = 0
+		}
+		want = c.rate.Scale(1 + speed*dt.Seconds())
+		if c.rate > c.ceiling.Scale(probePast) && want > c.rate { // also with no ceiling
+			c.speed = min(c.speed*math.Exp2(dt.Seconds()/max(probeDouble, c.fb).Seconds()), probeFastest)
+		}
+	}
+	if sr := c.sentRate(o.Now.Add(-sentWindow), o.Now); sr > 0 {
+		want = min(want, max(c.rate, sr.Scale(sentLead)))
+	}
+	c.rate = max(c.rate, want)
+	c.rate = min(c.rate, c.ladder[len(c.ladder)-1].Max.Scale(2))
+}
+
+// chooseRung moves down a rung once the target has been below the current
+// rung's Min for downHold (at once if below downFar of it: a transient cut
+// is not worth a keyframe), and up once the target has held, for upHold, at
+// the current rung's Max or the next rung's default (the lesser), or at the
+// next rung's Min with the encoder saturated below its target, provided the
+// next rung's frames would encode within encodeBudget. Changes are at least
+// rungGap apart.
 func (c *Controller) chooseRung(now time.Time) bool {
 	if !c.lastChange.IsZero() && now.Sub(c.lastChange) < rungGap {
 		return false
 	}
-	if c.rung > 0 && c.target < c.ladder[c.rung].Min {
-		for c.rung > 0 && c.target < c.ladder[c.rung].Min {
+	t := c.Target()
+	if c.rung > 0 && t < c.ladder[c.rung].Min {
+		if c.downSince.IsZero() {
+			c.downSince = now
+		}
+		if now.Sub(c.downSince) < downHold && t >= c.ladder[c.rung].Min.Scale(downFar) {
+			return false
+		}
+		for c.rung > 0 && t < c.ladder[c.rung].Min {
 			c.rung--
 		}
-		c.lastChange, c.upSince = now, time.Time{}
+		c.lastChange, c.upSince, c.downSince, c.encode = now, time.Time{}, time.Time{}, 0
 		return true
 	}
-	if c.rung+1 < len(c.ladder) && c.target >= c.ladder[c.rung+1].Default() {
-		if c.upSince.IsZero() {
-			c.upSince = now
+	c.downSince = time.Time{}
+	if c.rung+1 < len(c.ladder) {
+		cur, next := c.ladder[c.rung], c.ladder[c.rung+1]
+		room := t >= min(cur.Max, next.Default()) || (c.outRatio < saturated && t >= next.Min)
+		if room && c.encodeFits(cur, next) {
+			if c.upSince.IsZero() {
+				c.upSince = now
+			}
+			if now.Sub(c.upSince) >= upHold {
+				c.rung++
+				c.lastChange, c.upSince, c.encode = now, time.Time{}, 0
+				return true
+			}
+			return false
 		}
-		if now.Sub(c.upSince) >= upHold {
-			c.rung++
-			c.lastChange, c.upSince = now, time.Time{}
-			return true
-		}
-		return false
 	}
 	c.upSince = time.Time{}
 	return false
+}
+
+// encodeFits says the next rung's frames would encode within
+// encodeBudget, the current rung's encode time scaled by the pixels.
+func (c *Controller) encodeFits(cur, next media.Rung) bool {
+	if c.encode <= 0 || cur.Size.Pixels() <= 0 {
+		return true
+	}
+	scaled := time.Duration(float64(c.encode) * float64(next.Size.Pixels()) / float64(cur.Size.Pixels()))
+	return scaled <= encodeBudget
 }
 
 // startRung returns the highest rung whose default bitrate is at most b (the

@@ -1,7 +1,8 @@
 // Package sender is the sending half of replenish: on each invitation from
-// its transport it takes the freshest raw frame from the source, chooses a
-// resolution and bitrate for the transport's drain rate, encodes, packetizes
-// and writes. A raw frame that is never invited is never encoded.
+// its transport it takes the freshest raw frame from the source (no more
+// often than the resolution rung's frame rate), has its rate controller
+// choose a resolution and bitrate for the path, encodes, packetizes and
+// writes. A raw frame that is never invited is never encoded.
 package sender
 
 import (
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -95,17 +97,16 @@ const (
 // Sender encodes and sends one stream. Its methods are safe for concurrent
 // use, but Run must not be called concurrently with itself.
 type Sender struct {
-	cfg  Config
-	log  *slog.Logger
-	ssrc uint32
-	ctrl *Controller
-	pkt  *framer.Packetizer
-	enc  Encoder // owned by Run's goroutine
-	// lastWasKey says the previous frame was a keyframe; Run's goroutine.
-	lastWasKey bool
-	lead       leadMeter // encode times; Run's goroutine
-	keyReq     atomic.Bool
-	offset     atomic.Int64 // viewer clock minus sender clock, ns; see SetClockOffset
+	cfg    Config
+	log    *slog.Logger
+	ssrc   uint32
+	ctrl   *Controller
+	pkt    *framer.Packetizer
+	enc    Encoder   // owned by Run's goroutine
+	prev   prevFrame // what the previous frame cost; Run's goroutine
+	lead   leadMeter // encode times; Run's goroutine
+	keyReq atomic.Bool
+	offset atomic.Int64 // viewer clock minus sender clock, ns; see SetClockOffset
 
 	mu        sync.Mutex // guards the fields below
 	nextID    uint64
@@ -118,6 +119,22 @@ type Sender struct {
 	sentBits  *metrics.Window // bits per encoded frame
 	encoded   *metrics.Window // one per encoded frame
 	reportLim int             // counted drops of timings that could not be reported
+}
+
+// prevFrame is what the previous frame cost, for the controller.
+type prevFrame struct {
+	key              bool
+	encoded, written int // bytes
+	encode           time.Duration
+}
+
+// size returns the total length of pkts.
+func size(pkts [][]byte) int {
+	n := 0
+	for _, p := range pkts {
+		n += len(p)
+	}
+	return n
 }
 
 // frameTiming is what the sender keeps of a frame until its send record
@@ -243,49 +260,75 @@ func (s *Sender) Run(ctx context.Context, t Transport) error {
 	s.report = s.report[:0]
 	s.mu.Unlock()
 	first := true
+	var last time.Time // capture time of the previous frame taken
 	for {
 		inv, err := t.Wait(ctx)
 		if err != nil {
 			return err
 		}
-		f, skipped, err := s.nextFrame(ctx)
+		interval := s.ctrl.Rung().Interval(s.cfg.FPS)
+		var notBefore time.Time
+		if !first {
+			// Half a source interval early, so that the source's
+			// frame due then is not missed.
+			notBefore = last.Add(interval - time.Second/time.Duration(s.cfg.FPS)/2)
+		}
+		f, discarded, err := s.nextFrame(ctx, notBefore)
 		if err != nil {
 			return err
 		}
-		if first {
-			skipped, first = 0, false // frames lost while disconnected are not a rate signal
+		skipped := 0 // frames lost while disconnected are not a rate signal
+		if !first {
+			skipped = SkippedFrames(f.Capture.Sub(last), interval)
 		}
-		if err := s.sendFrame(t, inv, f, skipped); err != nil {
+		first, last = false, f.Capture
+		if err := s.sendFrame(t, inv, f, skipped, discarded); err != nil {
 			return err
 		}
 	}
 }
 
-// nextFrame returns the freshest frame the source has, waiting for one if
-// none is new.
-func (s *Sender) nextFrame(ctx context.Context) (*media.Frame, int, error) {
+// SkippedFrames returns how many frames at the given interval a gap
+// between two captures left out: the frames the rung's rate would have
+// taken had invitations come in time.
+func SkippedFrames(gap, interval time.Duration) int {
+	if interval <= 0 {
+		return 0
+	}
+	return max(0, int(math.Round(float64(gap)/float64(interval)))-1)
+}
+
+// nextFrame returns the freshest frame the source has, if it was captured
+// at or after notBefore, waiting for one otherwise: the rung's frame rate
+// takes frames no more often than its interval, while the source keeps
+// rendering at its own clock.
+// It also returns how many raw frames were discarded unseen or too early.
+func (s *Sender) nextFrame(ctx context.Context, notBefore time.Time) (*media.Frame, int, error) {
 	src := s.cfg.Source
+	discarded := 0
 	for {
-		if f, skipped, ok := src.Take(); ok {
-			return f, skipped, nil
+		if f, n, ok := src.Take(); ok {
+			discarded += n
+			if !f.Capture.Before(notBefore) {
+				return f, discarded, nil
+			}
+			src.Release(f)
+			discarded++
 		}
 		select {
 		case <-ctx.Done():
-			return nil, 0, ctx.Err()
+			return nil, discarded, ctx.Err()
 		case <-src.Ready():
 		}
 	}
 }
 
-func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, skipped int) error {
+func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, skipped, discarded int) error {
 	now := time.Now()
-	// The link idled if the backlog at the invitation drained before now.
-	idle := now.Sub(inv.At)
-	if inv.DrainRate > 0 {
-		idle -= inv.DrainRate.Duration(inv.Unsent)
-	}
-	d := s.ctrl.Update(Observation{Now: now, DrainRate: inv.DrainRate, Skipped: skipped, Idle: idle, Keyframe: s.lastWasKey,
-		RTT: inv.RTT, MinRTT: inv.MinRTT,
+	d := s.ctrl.Update(Observation{
+		Now: now, DrainRate: inv.DrainRate, AppLimited: inv.AppLimited, Unsent: inv.Unsent,
+		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: skipped, Keyframe: s.prev.key,
+		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
 	})
 	if d.RungChanged {
 		s.cfg.Source.SetSize(d.Rung.Size) // frames rendered from now on
@@ -310,18 +353,18 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	s.mu.Lock()
 	id := s.nextID
 	s.nextID++
-	s.lastWasKey = ef.Key
 	if ef.Key {
 		s.lastKey = ef.End
 		s.status.Keyframes++
 	}
 	pkts := s.controlLocked(now, inv)
+	s.prev = prevFrame{key: ef.Key, encoded: len(ef.Data), written: size(pkts) + size(mpkts), encode: ef.End.Sub(ef.Start)}
 	s.trackLocked(id, frameTiming{
 		rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data),
 		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: skipped,
 	})
 	s.status.Frames++
-	s.status.Discarded += uint64(skipped)
+	s.status.Discarded += uint64(discarded)
 	s.status.Size = ef.Size
 	s.status.Target = d.Bitrate
 	s.status.DrainRate = inv.DrainRate

@@ -272,3 +272,32 @@ func TestDeclaresLead(t *testing.T) {
 		}
 	})
 }
+
+// TestRungFrameRate runs on the lowest rung (15 fps) with invitations as
+// fast as the source renders: the sender takes every other frame and
+// discards the rest unseen, without counting them as skipped.
+func TestRungFrameRate(t *testing.T) {
+	bubble(t, Config{MaxSize: media.Ladder[0].Size}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		if fps := s.ctrl.Rung().Rate(30); fps != 15 {
+			t.Fatalf("lowest rung at %d fps, want 15", fps)
+		}
+		for range 30 {
+			f.invite <- transport.Invitation{DrainRate: 1 * rate.Mbps}
+			synctest.Wait()
+		}
+		time.Sleep(time.Second / 15) // the last invitation waits for its frame
+		synctest.Wait()
+		frames, _ := f.frames(t)
+		if len(frames) != 30 {
+			t.Fatalf("%d frames for 30 invitations", len(frames))
+		}
+		for i := 1; i < len(frames); i++ {
+			if gap := frames[i].Capture.Sub(frames[i-1].Capture); gap < time.Second/15-time.Millisecond || gap > time.Second/15+time.Millisecond {
+				t.Errorf("frames %d and %d captured %v apart, want 1/15 s", i-1, i, gap)
+			}
+		}
+		if st := s.Status(); st.Discarded < 29 {
+			t.Errorf("discarded %d raw frames, want every other one (29)", st.Discarded)
+		}
+	})
+}

@@ -11,8 +11,8 @@ import (
 )
 
 // TestStampThroughCodec encodes 90 frames at each rung's Min and Max
-// bitrate, decodes them and requires every stamp to read back the capture
-// time to the millisecond.
+// bitrate and frame rate, decodes them and requires every stamp to read back
+// the capture time to the millisecond.
 func TestStampThroughCodec(t *testing.T) {
 	for _, r := range media.Ladder {
 		for _, br := range []rate.Bitrate{r.Min, r.Max} {
@@ -27,12 +27,12 @@ func TestStampThroughCodec(t *testing.T) {
 }
 
 // TestStampThroughKeyframes forces a keyframe every 10 frames at each rung's
-// Min bitrate, where keyframes are capped hardest, and requires every stamp
-// to read back.
+// Min bitrate and frame rate, where keyframes are capped hardest, and
+// requires every stamp to read back.
 func TestStampThroughKeyframes(t *testing.T) {
 	for _, r := range media.Ladder {
 		t.Run(r.Size.String(), func(t *testing.T) {
-			res := encodeRun(t, runConfig{size: r.Size, bitrate: r.Min, frames: 40, fps: 30, keyEvery: 10})
+			res := encodeRun(t, runConfig{size: r.Size, bitrate: r.Min, frames: 40, fps: r.Rate(30), keyEvery: 10})
 			if res.misreads != 0 {
 				t.Fatalf("%d of %d stamps misread; first: %s", res.misreads, len(res.bytes), res.firstBad)
 			}
@@ -46,15 +46,16 @@ func TestStampThroughKeyframes(t *testing.T) {
 }
 
 // TestKeyframeCap forces keyframes at each rung's Default and Max bitrate
-// and requires each to stay within 4 nominal frame sizes (target / 30 fps),
+// and requires each to stay within 4 nominal frame sizes (target / the
+// rung's frame rate),
 // so that a keyframe does not stall a path for long. Measured with the cap
 // at 300%: up to 3.5 nominal frames.
 func TestKeyframeCap(t *testing.T) {
 	for _, r := range media.Ladder {
 		for _, br := range []rate.Bitrate{r.Default(), r.Max} {
 			t.Run(fmt.Sprintf("%v/%v", r.Size, br), func(t *testing.T) {
-				res := encodeRun(t, runConfig{size: r.Size, bitrate: br, frames: 61, fps: 30, keyEvery: 30})
-				nominal := br.Bytes(time.Second / 30)
+				res := encodeRun(t, runConfig{size: r.Size, bitrate: br, frames: 61, fps: r.Rate(30), keyEvery: 30})
+				nominal := br.Bytes(r.Interval(30))
 				for _, i := range []int{0, 30, 60} {
 					if !res.keys[i] || res.bytes[i] > 4*nominal {
 						t.Errorf("frame %d: key %v, %d bytes, nominal frame %d", i, res.keys[i], res.bytes[i], nominal)
@@ -78,13 +79,13 @@ const (
 func TestRateControl(t *testing.T) {
 	for _, r := range media.Ladder {
 		t.Run(r.Size.String()+"/max", func(t *testing.T) {
-			got := ladderRun(t, r, r.Max).rate(30, 30)
+			got := ladderRun(t, r, r.Max).rate(30, r.Rate(30))
 			if float64(got) < maxFloor*float64(r.Max) {
 				t.Fatalf("output %v at target %v: below %.2f of it", got, r.Max, maxFloor)
 			}
 		})
 		t.Run(r.Size.String()+"/min", func(t *testing.T) {
-			got := ladderRun(t, r, r.Min).rate(30, 30)
+			got := ladderRun(t, r, r.Min).rate(30, r.Rate(30))
 			if float64(got) > minCeil*float64(r.Min) {
 				t.Fatalf("output %v at target %v: above %.2f of it", got, r.Min, minCeil)
 			}

@@ -135,15 +135,16 @@ func psnr(a, b []byte) float64 {
 	return 10 * math.Log10(255*255*float64(len(a))/se)
 }
 
-// ladderRuns caches the 90-frame runs at each rung's Min and Max, which
-// several tests inspect.
+// ladderRuns caches the 90-frame runs at each rung's Min and Max (at the
+// rung's frame rate), which several tests inspect.
 var ladderRuns struct {
 	sync.Mutex
 	m map[string]runResult
 }
 
-// ladderRun returns the cached result of a 90-frame run at 30 fps for rung r
-// at bitrate br.
+// ladderRun returns the cached result of a 90-frame run for rung r at
+// bitrate br, captured at the rung's frame rate (the sender's, for a 30 fps
+// source).
 func ladderRun(tb testing.TB, r media.Rung, br rate.Bitrate) runResult {
 	tb.Helper()
 	key := fmt.Sprint(r.Size, br)
@@ -152,7 +153,7 @@ func ladderRun(tb testing.TB, r media.Rung, br rate.Bitrate) runResult {
 	if res, ok := ladderRuns.m[key]; ok {
 		return res
 	}
-	res := encodeRun(tb, runConfig{size: r.Size, bitrate: br, frames: 90, fps: 30})
+	res := encodeRun(tb, runConfig{size: r.Size, bitrate: br, frames: 90, fps: r.Rate(30)})
 	if ladderRuns.m == nil {
 		ladderRuns.m = make(map[string]runResult)
 	}

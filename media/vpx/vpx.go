@@ -189,10 +189,6 @@ var (
 
 // Encoder limits.
 const (
-	// MaxFrameInterval caps the duration the encoder's rate control is
-	// told a frame covers (4 fps), so that the first frame after a long
-	// pause does not get seconds' worth of bits.
-	MaxFrameInterval = 250 * time.Millisecond
 	// KeyframeMaxPct caps a keyframe's size, in percent of the average
 	// frame size at the target bitrate (VP8E_SET_MAX_INTRA_BITRATE_PCT):
 	// a keyframe occupies a path for about three frame intervals at most.
@@ -325,7 +321,7 @@ func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 // libvpx returns. If f's size differs from the encoder's, the encoder is
 // re-initialised for the new size at the current bitrate and the frame is a
 // keyframe. Rate control is told that each frame lasts from the previous
-// encoded frame's Capture to this one's (at most MaxFrameInterval; the
+// encoded frame's Capture to this one's (at most media.MaxFrameInterval; the
 // nominal 1/FPS for the first frame), so it sees the true frame rate however
 // irregularly Encode is called. It returns an error wrapping media.ErrFrame
 // or media.ErrSize for a malformed frame, media.ErrClosed after Close,
@@ -345,7 +341,7 @@ func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, err
 	}
 	d := e.nominal
 	if e.haveLast {
-		d = min(max(f.Capture.Sub(e.last), time.Millisecond), MaxFrameInterval)
+		d = min(max(f.Capture.Sub(e.last), time.Millisecond), media.MaxFrameInterval)
 	}
 	if !e.started {
 		e.end = 0

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sender_test
+
+const raceEnabled = false

@@ -1,0 +1,110 @@
+package pathmodel
+
+import (
+	"time"
+
+	"replenish/rate"
+	"replenish/transport/drain"
+	rule "replenish/transport/tcp"
+)
+
+// Packet overhead the sender adds to a frame's VP8 bytes (framer): each RTP
+// packet of at most 1200 bytes carries a 28-byte header with the
+// abs-capture-time extension, a 4-byte VP8 descriptor and 2 bytes of
+// RFC 4571 framing; each write carries one timing report (an RTCP APP
+// packet of 64 bytes with one frame's entry, plus framing).
+const (
+	rtpPacket      = 1200
+	rtpHeader      = 28 + 4
+	rtpFraming     = 2
+	reportBytes    = 66
+	bitrateStep    = 0.05 // the sender keeps the encoder's target within 5%
+	minKeyGap      = 500 * time.Millisecond
+	videoPerPkt    = rtpPacket - rtpHeader
+	perPktOverhead = rtpHeader + rtpFraming
+)
+
+// writeBytes returns the bytes the sender writes for a frame of n VP8
+// bytes.
+func writeBytes(n int) int {
+	pkts := (n + videoPerPkt - 1) / videoPerPkt
+	return n + pkts*perPktOverhead + reportBytes
+}
+
+// wireBytes returns the bytes a write of n bytes takes at the bottleneck,
+// with the TCP/IP headers of the segments it fills.
+func wireBytes(n int) int { return n + (n+mss-1)/mss*tcpIPHeader }
+
+type appState int
+
+const (
+	appWaiting  appState = iota // for an invitation
+	appTaking                   // invited; for a picture at the rung's rate
+	appEncoding                 // until the write
+)
+
+// invitation is the transport's state when it invited a frame.
+type invitation struct {
+	at          time.Duration
+	drain       rate.Bitrate
+	appLimited  bool
+	unsent      int
+	rtt, minRTT time.Duration
+}
+
+// onTick renders picture k at the size the sender last chose.
+func (s *sim) onTick(now time.Duration, k int64) {
+	s.latest, s.latestRung = k, s.rung
+	s.q.push(now+s.srcInterval, evTick, k+1)
+	if s.cfg.KeyframeEvery > 0 && now >= s.nextKeyReq {
+		s.keyReq = true
+		s.nextKeyReq = now + s.cfg.KeyframeEvery
+	}
+	if s.state == appTaking {
+		s.tryTake(now)
+	}
+}
+
+func (s *sim) capture(k int64) time.Duration { return s.phase + time.Duration(k)*s.srcInterval }
+
+// checkInvite applies the invitation rule (transport/tcp's Decide) while
+// the sender waits, as the kernel re-evaluates it on every ACK and
+// transmission.
+func (s *sim) checkInvite(now time.Duration) {
+	if s.state != appWaiting {
+		return
+	}
+	t := s.tcp
+	in := rule.RuleInput{Unsent: t.unsent(), MSS: mss, ReplenishTime: s.cfg.Replen}
+	if r := s.est.rate(); r > 0 {
+		in.DrainRate, in.DrainSource = r, drain.SourceMeasured
+	} else if r, ok := drain.WindowRate(t.cc.cwnd()*mss, -1, t.srtt); ok {
+		in.DrainRate, in.DrainSource = r, drain.SourceWindow
+	}
+	d := rule.Decide(in)
+	if !d.Invite {
+		return
+	}
+	s.inv = invitation{
+		at: now, drain: d.DrainRate, appLimited: s.est.lastApp, unsent: t.unsent(),
+		rtt: t.srtt, minRTT: t.minRTT,
+	}
+	s.state = appTaking
+	s.tryTake(now)
+}
+
+// notBefore returns the earliest capture time the rung's frame rate lets
+// the sender take.
+func (s *sim) notBefore() time.Duration {
+	if s.lastTaken < 0 {
+		return 0
+	}
+	return s.capture(s.lastTaken) + s.rung.Interval(s.cfg.FPS) - s.srcInterval/2
+}
+
+func (s *sim) tryTake(now time.Duration) {
+	if s.latest <= s.lastTaken || s.capture(s.latest) < s.notBefore() {
+		return
+	}
+	s.take(now)
+}

@@ -1,0 +1,44 @@
+// Package pathmodel is a virtual-time bench for the sender's rate
+// controller: a model of one bottleneck path fed by the controller, fast
+// and deterministic, so that the controller can be checked on many paths.
+//
+// The model, from the camera to the receiver:
+//
+//   - A 30 fps source; the sender takes the newest picture when the
+//     transport invites a frame (the invitation rule is transport/tcp's
+//     Decide on the model's socket state), no more often than the rung's
+//     frame rate.
+//   - An encoder (EncoderModel): frame sizes around target/fps with
+//     log-normal noise, keyframes at the start, on request and on a rung
+//     change, a large frame after a gap, rate control that follows a
+//     raised target over about a second, a saturation rate per rung and an
+//     encode time per rung, all measured on libvpx.
+//   - The sender's packet overhead (RTP headers, framing, a timing report
+//     a frame) and a TCP sender: an unsent backlog, segments, cwnd, the
+//     ACK clock, SACK/RACK loss detection, tail-loss probes and RTO,
+//     Linux's delivery-rate sampling and application-limited marking, the
+//     smoothed RTT and minimum RTT, and cwnd validation. Two congestion
+//     controls: CUBIC (slow start with HyStart, the cubic function, the
+//     Reno-friendly region, growth only while cwnd-limited) and BBR v1
+//     (STARTUP, DRAIN, the PROBE_BW gain cycle, PROBE_RTT, cwnd at twice
+//     the BDP, pacing at the bandwidth estimate times the gain).
+//   - The drain-rate estimate the controller sees: bytes delivered over
+//     windows of at least an SRTT, a windowed maximum (Estimator).
+//   - The path: a bottleneck whose rate follows a schedule of steps, a
+//     drop-tail queue limited in bytes, optional random loss, and a base
+//     round trip (which may step too) split evenly between the directions.
+//
+// Run returns every frame's times and a summary: source delay (write to
+// the last byte leaving the host), capture to received, the floor (one-way
+// delay, the median frame's serialization at the bottleneck, the median
+// encode) and the excess over it, the standing queue, utilization, rung
+// fractions, frame rate, and the recovery after each step. Bulk returns
+// what a backlogged flow of the same congestion control makes of the same
+// path, the bound for utilization.
+//
+// The model does not have delayed ACKs, reordering, TSO or qdisc
+// behaviour (fq, TSQ), ACK compression, competing flows, or cross-traffic;
+// loss recovery is exact where Linux's is heuristic, and PRR is a single
+// reduction. Its results are a check of the controller's design, not a
+// prediction of a particular Linux path.
+package pathmodel

@@ -1,0 +1,138 @@
+package pathmodel
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"replenish/media"
+	"replenish/rate"
+)
+
+// EncoderModel describes how the model's encoder responds to its target.
+// Zero values mean the defaults, which come from libvpx measured here (VP8
+// realtime CBR as media configures it, on the synthetic source).
+type EncoderModel struct {
+	// Noise is the standard deviation of a frame's log size around the
+	// rate-controlled mean; 0 means 0.15 (measured 0.1 to 0.2 at 160x90
+	// and 640x360, less at 720p). Camera content with motion runs higher.
+	Noise float64
+	// KeyRatio is a keyframe's size in nominal frames (target/fps); 0
+	// means 3 (libvpx caps it at 4 with the 300% intra limit; camera
+	// content reaches the cap, the synthetic source stays near 1).
+	KeyRatio float64
+	// UpLag is the time constant with which the output closes the last
+	// part of a raised target; 0 means 700 ms. Measured: after a doubling
+	// the output is at 85% of the new target at once and at 95% after
+	// about a second; after a halving it is on the new target within two
+	// frames (the model: at once).
+	UpLag time.Duration
+	// Saturation returns the most a rung's encoder can produce for the
+	// content, whatever the target; nil means 2 bits per pixel per frame
+	// (measured: 49 Mb/s at 1280x720, 30 fps, where the quantizer reaches
+	// its minimum).
+	Saturation func(media.Rung) rate.Bitrate
+	// EncodeTime returns the time one frame takes to encode at a rung; nil
+	// means 0.2 ms plus 16 ns a pixel (measured on one core here: 0.3 ms
+	// at 160x90, 0.8 ms at 320x180, 3 ms at 640x360, 15 ms at 1280x720).
+	EncodeTime func(media.Rung) time.Duration
+}
+
+// upJump is the part of a raised target the output reaches at once;
+// floorShare is the smallest frame, in frames at the rung's Min.
+const (
+	upJump     = 0.85
+	floorShare = 0.8
+)
+
+func (m EncoderModel) withDefaults() EncoderModel {
+	if m.Noise == 0 {
+		m.Noise = 0.15
+	}
+	if m.KeyRatio == 0 {
+		m.KeyRatio = 3
+	}
+	if m.UpLag == 0 {
+		m.UpLag = 700 * time.Millisecond
+	}
+	if m.Saturation == nil {
+		m.Saturation = func(r media.Rung) rate.Bitrate {
+			return rate.Bitrate(2 * float64(r.Size.Pixels()) * float64(r.Rate(30)))
+		}
+	}
+	if m.EncodeTime == nil {
+		m.EncodeTime = func(r media.Rung) time.Duration {
+			return 200*time.Microsecond + time.Duration(16*r.Size.Pixels())
+		}
+	}
+	return m
+}
+
+// encoder is the model's VP8 encoder: rate control that follows its target
+// (down at once, up mostly at once and the rest over about a second), never
+// above the rung's saturation; frames never smaller than the coarsest
+// quantizer makes them; frame sizes with noise;
+// libvpx's frame-rate estimate (a running average of frame durations over
+// about a second) and its large frame after a gap (measured: after a gap
+// of 2 or 5 frame intervals the frame is 1.6 or 1.9 times the gap's worth);
+// keyframes at the start, on request and on a size change.
+type encoder struct {
+	m       EncoderModel
+	rng     *rand.Rand
+	srcFPS  int
+	target  rate.Bitrate
+	goal    float64       // the last goal, bits per second
+	slack   float64       // how far the output lags a raised goal
+	avg     time.Duration // libvpx's running average frame duration
+	size    media.Size
+	first   time.Duration
+	last    time.Duration
+	started bool
+}
+
+// setBitrate sets the target, as Encoder.SetBitrate does.
+func (e *encoder) setBitrate(b rate.Bitrate) { e.target = b }
+
+// encode returns the encoded size in bytes of a frame captured at capture
+// at rung r, whether it is a keyframe, and how long the encode takes.
+func (e *encoder) encode(capture time.Duration, r media.Rung, forceKey bool) (int, bool, time.Duration) {
+	reinit := !e.started || r.Size != e.size
+	key := forceKey || reinit
+	d := r.Interval(e.srcFPS)
+	if e.started {
+		d = min(max(capture-e.last, time.Millisecond), media.MaxFrameInterval)
+	}
+	goal := min(float64(e.target), float64(e.m.Saturation(r)))
+	if reinit {
+		e.goal, e.slack, e.avg, e.first = goal, 0, d, capture
+	}
+	switch {
+	case goal > e.goal:
+		e.slack += (1 - upJump) * (goal - e.goal)
+	case goal < e.goal:
+		e.slack *= goal / e.goal
+	}
+	e.slack *= math.Exp(-d.Seconds() / e.m.UpLag.Seconds())
+	e.goal = goal
+	eff := goal - e.slack
+	boost := 1.0
+	if d > e.avg {
+		boost = 2 - float64(e.avg)/float64(d)
+	}
+	if span := min(capture-e.first, time.Second); span > e.avg {
+		e.avg = time.Duration(float64(e.avg) * float64(span-e.avg+d) / float64(span))
+	}
+	e.started, e.size, e.last = true, r.Size, capture
+	noise := math.Exp(e.rng.NormFloat64()*e.m.Noise - e.m.Noise*e.m.Noise/2)
+	bits := eff * d.Seconds() * boost * noise
+	if key {
+		bits = eff * e.avg.Seconds() * e.m.KeyRatio * noise
+	}
+	// At its coarsest quantizer the encoder makes a frame of about the
+	// rung's Min over one frame interval (measured: at Min the output is
+	// within 15% of it), whatever the target.
+	bits = max(bits, floorShare*float64(r.Min)*r.Interval(e.srcFPS).Seconds()*noise)
+	et := e.m.EncodeTime(r)
+	et = time.Duration(float64(et) * (0.9 + 0.2*e.rng.Float64()))
+	return max(int(bits/8), 1), key, et
+}

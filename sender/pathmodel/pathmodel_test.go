@@ -1,0 +1,223 @@
+package pathmodel
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"replenish/media"
+	"replenish/rate"
+	"replenish/sender"
+)
+
+// fixed is a controller that asks for one bitrate on one rung, whatever
+// it observes.
+type fixed struct {
+	b    rate.Bitrate
+	rung media.Rung
+	seen []sender.Observation
+}
+
+func (f *fixed) Update(o sender.Observation) sender.Decision {
+	f.seen = append(f.seen, o)
+	return sender.Decision{Bitrate: f.b, Rung: f.rung}
+}
+
+func (f *fixed) Rung() media.Rung { return f.rung }
+
+func fixedAt(b rate.Bitrate, r media.Rung) (func([]media.Rung, rate.Bitrate) Controller, *fixed) {
+	f := &fixed{b: b, rung: r}
+	return func([]media.Rung, rate.Bitrate) Controller { return f }, f
+}
+
+var rung360 = media.Rung{Size: media.Size{W: 640, H: 360}, Min: 400 * rate.Kbps, Max: 2500 * rate.Kbps}
+
+func TestLinkServesAtScheduledRate(t *testing.T) {
+	p := Path{Rate: 1 * rate.Mbps, RTT: 10 * time.Millisecond, Steps: []Step{{At: time.Second, Rate: 500 * rate.Kbps}}}
+	sched := newSchedule(p)
+	l := link{sched: &sched, limit: 3000}
+	// 1250 bytes take 10 ms at 1 Mb/s; the second waits for the first.
+	if s, d, drop := l.send(0, 1250); drop || s != 0 || d != 10*time.Millisecond {
+		t.Fatalf("first packet: start %v depart %v dropped %v", s, d, drop)
+	}
+	if s, d, drop := l.send(0, 1250); drop || s != 10*time.Millisecond || d != 20*time.Millisecond {
+		t.Fatalf("second packet: start %v depart %v dropped %v", s, d, drop)
+	}
+	if _, _, drop := l.send(0, 1250); !drop {
+		t.Fatal("third packet fit in a 3000-byte queue holding 2500")
+	}
+	// Across the step: 5 ms at 1 Mb/s (625 bytes), the rest at 500 kb/s.
+	if d := sched.finish(995*time.Millisecond, 1250); d != time.Second+10*time.Millisecond {
+		t.Fatalf("across the step: depart %v, want 1.01s", d)
+	}
+	if b := sched.bits(0, 2*time.Second); b != 1.5e6 {
+		t.Fatalf("bits over 2 s: %v, want 1.5e6", b)
+	}
+}
+
+// TestBulkFillsTheLink checks the TCP models against what the kernel's
+// do to a backlogged flow: CUBIC fills a link with a buffer of a BDP or
+// more; BBR nearly so, less its PROBE_RTT pauses.
+func TestBulkFillsTheLink(t *testing.T) {
+	for _, tc := range []struct {
+		cc   CC
+		r    rate.Bitrate
+		rtt  time.Duration
+		want float64
+	}{
+		{Cubic, 1 * rate.Mbps, 20 * time.Millisecond, 0.97},
+		{Cubic, 10 * rate.Mbps, 80 * time.Millisecond, 0.97},
+		{BBR, 1 * rate.Mbps, 20 * time.Millisecond, 0.9},
+		{BBR, 10 * rate.Mbps, 80 * time.Millisecond, 0.9},
+	} {
+		u, err := Bulk(Config{Path: Path{Rate: tc.r, RTT: tc.rtt, Queue: 200 * time.Millisecond, CC: tc.cc}, Duration: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u < tc.want || u > 1.001 {
+			t.Errorf("%v at %v, %v: bulk utilization %.3f, want %.2f..1", tc.cc, tc.r, tc.rtt, u, tc.want)
+		}
+	}
+}
+
+// TestBacklogFillsTheQueue sends above the link rate: with CUBIC the
+// socket stays backlogged and the bottleneck queue fills to its limit
+// (the physics the controller must avoid), and the source delay grows with
+// the backlog.
+func TestBacklogFillsTheQueue(t *testing.T) {
+	ctrl, _ := fixedAt(2*rate.Mbps, rung360)
+	r, err := Run(Config{Path: Path{Rate: 1 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond}, Seed: 1, NewController: ctrl, Duration: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Queue.P50 < 150*time.Millisecond {
+		t.Errorf("sending twice the link rate: queue p50 %v, want near the 200 ms buffer", r.Queue.P50)
+	}
+	if r.RawUtil < 0.95 {
+		t.Errorf("sending twice the link rate: utilization %.2f, want the link full", r.RawUtil)
+	}
+	if r.Drops == 0 {
+		t.Error("sending twice the link rate: no drops")
+	}
+}
+
+// TestIdlePath sends well below the link rate: no queue, and capture to
+// received at its floor (the one-way delay, the frame's serialization and
+// the encode).
+func TestIdlePath(t *testing.T) {
+	ctrl, f := fixedAt(500*rate.Kbps, rung360)
+	p := Path{Rate: 5 * rate.Mbps, RTT: 80 * time.Millisecond}
+	r, err := Run(Config{Path: p, Seed: 1, NewController: ctrl, Duration: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Queue.P95 > time.Millisecond {
+		t.Errorf("at a tenth of the link: queue p95 %v, want none", r.Queue.P95)
+	}
+	if r.Excess.P50 < -2*time.Millisecond || r.Excess.P50 > 2*time.Millisecond {
+		t.Errorf("at a tenth of the link: capture to received %v above the floor %v, want about 0", r.Excess.P50, r.Floor)
+	}
+	// The floor: 40 ms one way, a 2 kB frame at 5 Mb/s (3.3 ms), 3.5 ms
+	// to encode 640x360.
+	if r.Floor < 44*time.Millisecond || r.Floor > 50*time.Millisecond {
+		t.Errorf("floor %v, want about 47 ms", r.Floor)
+	}
+	if r.FPS < 29.5 {
+		t.Errorf("fps %.1f, want 30", r.FPS)
+	}
+	last := f.seen[len(f.seen)-1]
+	if last.MinRTT < p.RTT || last.MinRTT > p.RTT+p.Rate.Duration(mss+tcpIPHeader)+time.Millisecond {
+		t.Errorf("min RTT %v, want the base %v and a packet's serialization", last.MinRTT, p.RTT)
+	}
+	if !last.AppLimited || last.DrainRate <= 0 || last.Written <= last.Encoded {
+		t.Errorf("last observation %+v: want app-limited, a drain rate, and overhead in the bytes written", last)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	cfg := Config{Path: Path{Rate: 3 * rate.Mbps, RTT: 50 * time.Millisecond, Loss: 0.001, CC: BBR}, Seed: 7, Duration: 20 * time.Second}
+	a, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Run(cfg)
+	if len(a.Frames) != len(b.Frames) || a.Excess != b.Excess || a.Util != b.Util {
+		t.Fatalf("same seed, different runs: %+v vs %+v", a.Excess, b.Excess)
+	}
+	for i := range a.Frames {
+		if a.Frames[i] != b.Frames[i] {
+			t.Fatalf("frame %d differs: %+v vs %+v", i, a.Frames[i], b.Frames[i])
+		}
+	}
+	cfg.Seed++
+	c, _ := Run(cfg)
+	if c.Excess == a.Excess && len(c.Frames) == len(a.Frames) {
+		t.Error("another seed, the same run")
+	}
+}
+
+// BenchmarkRun is a 60 s run at 50 Mb/s (the most events a second of the
+// matrix's paths); it should take well under a second.
+func BenchmarkRun(b *testing.B) {
+	for _, cc := range []CC{Cubic, BBR} {
+		b.Run(cc.String(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Run(Config{Path: Path{Rate: 50 * rate.Mbps, RTT: 20 * time.Millisecond, Queue: 100 * time.Millisecond, CC: cc}, Seed: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{},
+		{Path: Path{Rate: 1 * rate.Mbps}},
+		{Path: Path{RTT: time.Millisecond}},
+		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Loss: 1}},
+		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Steps: []Step{{At: 0, Rate: 1}}}},
+		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond}, Warmup: time.Minute, Duration: time.Second},
+		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond}, Ladder: []media.Rung{}},
+	} {
+		if _, err := Run(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("Run(%+v): %v, want ErrConfig", cfg, err)
+		}
+		if _, err := Bulk(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("Bulk(%+v): %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+// TestDrainEstimator checks the two semantics: an application-limited
+// window may only raise the sticky estimate; the decaying one follows it.
+func TestDrainEstimator(t *testing.T) {
+	for _, tc := range []struct {
+		kind Estimator
+		want float64 // bytes per second after the application-limited phase
+	}{
+		{Sticky, 125000},
+		{Decaying, 12500},
+	} {
+		e := drainEstimator{kind: tc.kind}
+		srtt := 100 * time.Millisecond
+		var delivered int64
+		now := time.Duration(0)
+		step := func(rate float64, app bool, n int) {
+			for range n {
+				now += 10 * time.Millisecond
+				delivered += int64(rate * 0.01)
+				e.onAck(now, delivered, srtt, app)
+			}
+		}
+		step(125000, false, 100) // 1 Mb/s backlogged
+		if got := e.rate(); math.Abs(float64(got)/8-125000) > 1 {
+			t.Fatalf("%v: backlogged at 1 Mb/s: %v", tc.kind, got)
+		}
+		step(12500, true, 300) // 100 kb/s application-limited, 3 s
+		if got := float64(e.rate()) / 8; math.Abs(got-tc.want) > tc.want*0.01 {
+			t.Errorf("%v: after 3 s application-limited at 100 kb/s: %v B/s, want %v", tc.kind, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package pathmodel
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"replenish/media"
+	"replenish/sender"
+)
+
+// sim is one run's state.
+type sim struct {
+	cfg   Config
+	sched schedule
+	link  link
+	q     eventQueue
+	rng   *rand.Rand
+	tcp   *tcp
+	est   drainEstimator
+	enc   encoder
+	ctrl  Controller
+
+	// The source and the sender loop.
+	srcInterval time.Duration
+	phase       time.Duration // the first picture's capture time
+	latest      int64         // the newest picture rendered; -1 before the first
+	latestRung  media.Rung    // the rung it was rendered at
+	rung        media.Rung    // the rung the sender last chose
+	lastTaken   int64
+	state       appState
+	inv         invitation
+	keyReq      bool
+	nextKeyReq  time.Duration
+	lastKey     time.Duration
+	hasKey      bool
+	pending     pendingFrame
+	prevBytes   int
+	prevVideo   int
+	prevEncode  time.Duration
+	prevKey     bool
+
+	// Frames written, and where they are in the byte stream.
+	frames    []Frame
+	offsets   []span
+	hostHead  int // first frame whose last byte has not left the host
+	firstHead int // first frame whose first byte has not left the host
+	recvHead  int // first frame not yet received in full
+
+	util    meter
+	drops   int
+	retrans int
+}
+
+// span is a frame's place in the byte stream: [start, end).
+type span struct{ start, end int64 }
+
+// pendingFrame is a frame being encoded.
+type pendingFrame struct {
+	f     Frame
+	bytes int // written bytes
+}
+
+// take encodes the newest picture: the controller sees the invitation's
+// state and what the sender knows, and decides the rung and bitrate.
+func (s *sim) take(now time.Duration) {
+	k := s.latest
+	skipped := 0
+	if s.lastTaken >= 0 {
+		skipped = sender.SkippedFrames(s.capture(k)-s.capture(s.lastTaken), s.rung.Interval(s.cfg.FPS))
+	}
+	o := sender.Observation{
+		Now: epoch.Add(now), DrainRate: s.inv.drain, AppLimited: s.inv.appLimited, Unsent: s.inv.unsent,
+		Skipped: skipped, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT,
+		Encoded: s.prevVideo, Written: s.prevBytes, EncodeTime: s.prevEncode,
+	}
+	d := s.ctrl.Update(o)
+	if s.cfg.Trace != nil {
+		s.cfg.Trace(o, d)
+	}
+	s.rung = d.Rung
+	if cur := s.enc.target; cur <= 0 || d.Bitrate < cur.Scale(1-bitrateStep) || d.Bitrate > cur.Scale(1+bitrateStep) {
+		s.enc.setBitrate(d.Bitrate)
+	}
+	forceKey := s.keyReq && (!s.hasKey || now-s.lastKey >= minKeyGap)
+	n, key, et := s.enc.encode(s.capture(k), s.latestRung, forceKey)
+	if key {
+		s.keyReq, s.hasKey, s.lastKey = false, true, now+et
+	}
+	s.lastTaken = k
+	s.state = appEncoding
+	s.pending = pendingFrame{
+		f: Frame{
+			Capture: s.capture(k), Taken: now, Write: now + et, LeftHost: -1, Received: -1,
+			Key: key, Rung: s.latestRung, Target: d.Bitrate, Skipped: skipped, Video: n, Encode: et,
+		},
+		bytes: writeBytes(n),
+	}
+	s.q.push(now+et, evWrite, 0)
+}
+
+// onWrite writes the encoded frame and waits for the next invitation.
+func (s *sim) onWrite(now time.Duration) {
+	p := s.pending
+	p.f.Bytes = p.bytes
+	p.f.Wire = wireBytes(p.bytes)
+	start := s.tcp.written
+	s.frames = append(s.frames, p.f)
+	s.offsets = append(s.offsets, span{start, start + int64(p.bytes)})
+	s.prevBytes, s.prevVideo, s.prevEncode, s.prevKey = p.bytes, p.f.Video, p.f.Encode, p.f.Key
+	s.state = appWaiting
+	s.tcp.write(now, p.bytes)
+	s.checkInvite(now)
+}
+
+// onLeftHost records a first transmission of stream bytes [a, b) leaving
+// the host at t after waiting q in the bottleneck queue (or dropped).
+func (s *sim) onLeftHost(a, b int64, t, q time.Duration, dropped bool) {
+	for s.firstHead < len(s.frames) && s.offsets[s.firstHead].start < b {
+		if dropped {
+			q = -1
+		}
+		s.frames[s.firstHead].Queue = q
+		s.firstHead++
+	}
+	for s.hostHead < len(s.frames) && s.offsets[s.hostHead].end <= b {
+		s.frames[s.hostHead].LeftHost = t
+		s.hostHead++
+	}
+}
+
+// onReceived records that the receiver holds every byte before off, the
+// last of them since t.
+func (s *sim) onReceived(off int64, t time.Duration) {
+	for s.recvHead < len(s.frames) && s.offsets[s.recvHead].end <= off {
+		s.frames[s.recvHead].Received = t
+		s.recvHead++
+	}
+}
+
+// meter counts bytes leaving the bottleneck in 10 ms bins.
+type meter struct{ bins []int64 }
+
+const meterBin = 10 * time.Millisecond
+
+func (m *meter) add(t time.Duration, n int) {
+	i := int(t / meterBin)
+	for len(m.bins) <= i {
+		m.bins = append(m.bins, 0)
+	}
+	m.bins[i] += int64(n)
+}
+
+// bytes returns the bytes that left in [a, b), to the bin.
+func (m *meter) bytes(a, b time.Duration) int64 {
+	var n int64
+	for i := int(a / meterBin); i < int(b/meterBin) && i < len(m.bins); i++ {
+		n += m.bins[i]
+	}
+	return n
+}
