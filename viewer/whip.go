@@ -221,9 +221,8 @@ func (s *Server) startWHIP(link *whipLink, name string, log *slog.Logger) (strin
 }
 
 // reserveWHIP counts a WHIP session about to be made; it returns an error
-// wrapping errTooMany when MaxWHIP are open (or being negotiated) or the
-// viewer holds MaxStreams streams that are all connected, and
-// errNotRunning when Run is not serving.
+// wrapping errTooMany when MaxWHIP are open (or being negotiated), and
+// errNotRunning when Run is not serving. (MaxStreams is attachNew's.)
 func (s *Server) reserveWHIP() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,17 +231,6 @@ func (s *Server) reserveWHIP() error {
 	}
 	if s.whipCount >= s.cfg.MaxWHIP {
 		return fmt.Errorf("%w: %d WHIP sessions open", errTooMany, s.cfg.MaxWHIP)
-	}
-	if len(s.streams) >= s.cfg.MaxStreams {
-		free := false
-		for _, st := range s.streams {
-			st.mu.Lock()
-			free = free || st.conn == nil
-			st.mu.Unlock()
-		}
-		if !free {
-			return fmt.Errorf("%w: %w: %d connected", errTooMany, errTooManyStreams, s.cfg.MaxStreams)
-		}
 	}
 	s.whipCount++
 	return nil

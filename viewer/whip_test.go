@@ -71,7 +71,9 @@ func startWHIPSender(t *testing.T, ts *testServer, name, token string, client *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial := webrtc.Dialer(ts.url("/whip"), webrtc.Config{Token: token, Name: name, HTTPClient: client, Logger: testLogger(t)})
+	// No test logger for transport/webrtc: pion's goroutines may log
+	// after its Conn.Close has returned, and so after the test.
+	dial := webrtc.Dialer(ts.url("/whip"), webrtc.Config{Token: token, Name: name, HTTPClient: client})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(ctx) })
@@ -89,8 +91,9 @@ func startWHIPSender(t *testing.T, ts *testServer, name, token string, client *h
 // with an SDP answer and a session Location, the frames count in
 // /api/stats under transport "webrtc" with capture-to-received numbers
 // from abs-capture-time and the clock offset from the sender's reports,
-// a page's keyframe request reaches the sender as a PLI, and the DELETE
-// at the end ends the session.
+// a page's keyframe request reaches the sender as a PLI, and a DELETE
+// ends the session (the viewer's, which the sender follows with a new
+// session, and the sender's own at the end).
 func TestWHIPSenderToViewer(t *testing.T) {
 	const token = "whip-token"
 	ts := startServer(t, func(c *Config) { c.Token = token })
@@ -127,17 +130,39 @@ func TestWHIPSenderToViewer(t *testing.T) {
 		return st.Keyframes > keys
 	})
 
+	// A DELETE ends the live session; the sender publishes again.
+	if code := whipRequest(t, ts, "DELETE", post.location, token, "", ""); code != http.StatusOK {
+		t.Fatalf("DELETE of the live session: %d, want 200", code)
+	}
+	var again exchange
+	eventually(t, "the sender's next session", func() bool {
+		for _, e := range rec.exchanges()[1:] {
+			if e.method == "POST" && e.status == http.StatusCreated {
+				again = e
+				return true
+			}
+		}
+		return false
+	})
+	if again.location == post.location {
+		t.Errorf("the next session has the deleted one's Location %s", post.location)
+	}
+	if code := whipRequest(t, ts, "DELETE", post.location, token, "", ""); code != http.StatusNotFound {
+		t.Errorf("a second DELETE of the session: %d, want 404", code)
+	}
+
+	// The sender's own DELETE at the end.
 	stop()
 	all := rec.exchanges()
 	del := all[len(all)-1]
-	if del.method != "DELETE" || del.path != post.location || del.status != http.StatusOK {
-		t.Errorf("the last WHIP request %+v, want a DELETE of %s answered 200", del, post.location)
+	if del.method != "DELETE" || del.path != again.location || del.status != http.StatusOK {
+		t.Errorf("the last WHIP request %+v, want a DELETE of %s answered 200", del, again.location)
 	}
 	eventually(t, "the stream disconnected", func() bool {
 		st, _ = authStats(t, ts, token).stream("over-webrtc")
 		return !st.Connected
 	})
-	if code := whipRequest(t, ts, "DELETE", post.location, token, "", ""); code != http.StatusNotFound {
+	if code := whipRequest(t, ts, "DELETE", again.location, token, "", ""); code != http.StatusNotFound {
 		t.Errorf("a second DELETE of the session: %d, want 404", code)
 	}
 }
