@@ -268,12 +268,10 @@ type endedSession struct {
 // rememberEndedLocked remembers session id as ended on its own. s.mu must
 // be held.
 func (s *Server) rememberEndedLocked(id string) {
-	now := s.now()
-	s.ended = slices.DeleteFunc(s.ended, func(e endedSession) bool { return now.Sub(e.at) > endedTTL })
 	if len(s.ended) >= maxEnded {
 		s.ended = slices.Delete(s.ended, 0, 1)
 	}
-	s.ended = append(s.ended, endedSession{id: id, at: now})
+	s.ended = append(s.ended, endedSession{id: id, at: s.now()})
 }
 
 // takeEndedLocked reports whether session id ended on its own recently,

@@ -3,6 +3,7 @@ package viewer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -146,6 +147,13 @@ func TestWHIPSenderToViewer(t *testing.T) {
 	})
 	if again.location == post.location {
 		t.Errorf("the next session has the deleted one's Location %s", post.location)
+	}
+	// A deleted session is gone: the sender's own DELETE of it (before it
+	// published again) and another one get 404.
+	for _, e := range rec.exchanges() {
+		if e.method == "DELETE" && e.path == post.location && e.status != http.StatusNotFound {
+			t.Errorf("the sender's DELETE of the deleted session: %d, want 404", e.status)
+		}
 	}
 	if code := whipRequest(t, ts, "DELETE", post.location, token, "", ""); code != http.StatusNotFound {
 		t.Errorf("a second DELETE of the session: %d, want 404", code)
@@ -377,4 +385,107 @@ func TestWHIPTooManyPublishers(t *testing.T) {
 		refused(t, ts)
 		flowing(t, ts, "tcp")
 	})
+}
+
+// A publisher that closes its PeerConnection before it deletes the
+// session, as WHIP clients commonly do, still gets 200 for that DELETE,
+// once, even when the viewer has already seen the connection end.
+func TestWHIPDeleteAfterClose(t *testing.T) {
+	ts := startServer(t, nil)
+	m := &pion.MediaEngine{}
+	if err := m.RegisterCodec(vp8Codec, pion.RTPCodecTypeVideo); err != nil {
+		t.Fatal(err)
+	}
+	var se pion.SettingEngine
+	se.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
+	se.SetIncludeLoopbackCandidate(true)
+	pc, err := pion.NewAPI(pion.WithMediaEngine(m), pion.WithSettingEngine(se)).NewPeerConnection(pion.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	connected := make(chan struct{})
+	var once sync.Once
+	pc.OnConnectionStateChange(func(s pion.PeerConnectionState) {
+		if s == pion.PeerConnectionStateConnected {
+			once.Do(func() { close(connected) })
+		}
+	})
+	if _, err := pc.AddTransceiverFromKind(pion.RTPCodecTypeVideo, pion.RTPTransceiverInit{Direction: pion.RTPTransceiverDirectionSendonly}); err != nil {
+		t.Fatal(err)
+	}
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := pion.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		t.Fatal(err)
+	}
+	<-gathered
+	resp, err := http.Post(ts.url("/whip?stream=closer"), "application/sdp", strings.NewReader(pc.LocalDescription().SDP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	location := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusCreated || !strings.HasPrefix(location, WHIPSessionPath) {
+		t.Fatalf("POST: %d, Location %q", resp.StatusCode, location)
+	}
+	if err := pc.SetRemoteDescription(pion.SessionDescription{Type: pion.SDPTypeAnswer, SDP: string(ans)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-connected:
+	case <-time.After(waitLimit):
+		t.Fatal("the publisher did not connect")
+	}
+	pc.Close()
+	eventually(t, "the viewer to see the connection end", func() bool {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		return len(ts.whip) == 0 && ts.whipCount == 0
+	})
+	if code := whipRequest(t, ts, "DELETE", location, "", "", ""); code != http.StatusOK {
+		t.Errorf("DELETE after the connection ended: %d, want 200", code)
+	}
+	if code := whipRequest(t, ts, "DELETE", location, "", "", ""); code != http.StatusNotFound {
+		t.Errorf("a second DELETE: %d, want 404", code)
+	}
+}
+
+// Sessions that ended on their own are remembered for endedTTL, at most
+// maxEnded of them (virtual time).
+func TestEndedSessions(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	s.now = func() time.Time { return now }
+	take := func(id string) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.takeEndedLocked(id)
+	}
+	s.mu.Lock()
+	s.rememberEndedLocked("a")
+	s.mu.Unlock()
+	now = now.Add(endedTTL + time.Millisecond)
+	if take("a") {
+		t.Error("a session that ended over endedTTL ago was still remembered")
+	}
+	s.mu.Lock()
+	for i := range maxEnded + 1 {
+		s.rememberEndedLocked(fmt.Sprint(i))
+	}
+	n := len(s.ended)
+	s.mu.Unlock()
+	if n != maxEnded {
+		t.Errorf("%d sessions remembered, want at most %d", n, maxEnded)
+	}
+	if take("0") || !take("1") || !take(fmt.Sprint(maxEnded)) {
+		t.Error("not the newest sessions remembered")
+	}
 }
