@@ -161,8 +161,11 @@ func TestBrowserNativePlayer(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](click)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the native player gone", func() bool {
+	eventually(t, "the native player deleted", func() bool {
 		s, _ := ts.stats(t).stream("over-webrtc")
-		return s.NativePlayers == 0
+		ts.mu.Lock()
+		remembered := len(ts.ended) // a session that ended without its DELETE
+		ts.mu.Unlock()
+		return s.NativePlayers == 0 && remembered == 0
 	})
 }

@@ -122,17 +122,20 @@ func (p *player) received() []*framer.Frame {
 }
 
 // A native player gets a TCP sender's frames over WHEP, from a keyframe
-// on, byte for byte; its keyframe requests reach the sender; a DELETE
+// on, byte for byte, with RTP timestamps that stay continuous when the
+// sender reconnects; its keyframe requests reach the sender; a DELETE
 // ends it.
 func TestWHEPPlayer(t *testing.T) {
 	const token = "whep-token"
 	ts := startServer(t, func(c *Config) { c.Token = token })
 	fs := dialSender(t, ts.media, "cam one")
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Go(func() { fs.stream(ctx, 20*time.Millisecond, 3000) })
+	send := func(key bool, size int) {
+		t.Helper()
+		if _, err := fs.sendFrame(fakeVP8(key, 320, 180, size), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(true, 3000)
 	eventually(t, "the stream", func() bool {
 		s, _ := authStats(t, ts, token).stream("cam one")
 		return s.FramesReceived > 0
@@ -142,32 +145,48 @@ func TestWHEPPlayer(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("WHEP POST: %d, want 201", code)
 	}
-	eventually(t, "30 frames at the player", func() bool { return len(p.received()) >= 30 })
-	frames := p.received()
-	if !frames[0].Key {
-		t.Error("the player's first frame is not a keyframe")
+	// Once connected, the viewer asks for a keyframe; the player's frames
+	// start at the next one.
+	eventually(t, "the viewer's keyframe request for the player", func() bool { return fs.plis.Load() > 0 })
+	sizes := []int{2001, 2002, 3001, 2003, 2004}
+	for _, n := range sizes {
+		send(n == 3001, n)
 	}
-	for i, f := range frames {
-		if want := fakeVP8(f.Key, 320, 180, 3000); !bytes.Equal(f.Data, want) {
-			t.Fatalf("frame %d differs from what the sender sent", i)
-		}
-		if i > 0 && f.Timestamp-frames[i-1].Timestamp > framer.ClockRate {
-			t.Fatalf("frame %d: RTP timestamp jumps from %d to %d", i, frames[i-1].Timestamp, f.Timestamp)
+	eventually(t, "three frames at the player", func() bool { return len(p.received()) >= 3 })
+	for i, f := range p.received() {
+		if want := fakeVP8(sizes[i+2] == 3001, 320, 180, sizes[i+2]); !bytes.Equal(f.Data, want) || f.Key != (i == 0) {
+			t.Fatalf("frame %d at the player: %d bytes, key %v; want the frames from the keyframe on, as sent", i, len(f.Data), f.Key)
 		}
 	}
 	if s, _ := authStats(t, ts, token).stream("cam one"); s.NativePlayers != 1 {
 		t.Errorf("native_players %d, want 1", s.NativePlayers)
 	}
 
+	// The sender reconnects with another SSRC and streams on: the
+	// player's timestamps go on from where they were.
+	fs2 := dialSender(t, ts.media, "cam one")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { fs2.stream(ctx, 20*time.Millisecond, 3000) })
+	eventually(t, "20 more frames at the player", func() bool { return len(p.received()) >= 23 })
+	frames := p.received()
+	for i := 1; i < len(frames); i++ {
+		if d := frames[i].Timestamp - frames[i-1].Timestamp; d == 0 || d > framer.ClockRate {
+			t.Fatalf("frame %d: RTP timestamp from %d to %d", i, frames[i-1].Timestamp, frames[i].Timestamp)
+		}
+	}
+
 	// The player's PLI reaches the sender (rate-limited: send until one
 	// goes through).
-	plis := fs.plis.Load()
+	plis := fs2.plis.Load()
 	p.mu.Lock()
 	ssrc := p.ssrc
 	p.mu.Unlock()
 	eventually(t, "the player's PLI at the sender", func() bool {
 		p.pc.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: ssrc}})
-		return fs.plis.Load() > plis
+		return fs2.plis.Load() > plis
 	})
 
 	if code := whipRequest(t, ts, "DELETE", p.location, token, "", ""); code != http.StatusOK {

@@ -488,13 +488,13 @@
       this.counters.native.connected = false;
       this.nativeBtn.classList.remove('on');
       this.nativeBtn.setAttribute('aria-pressed', 'false');
+      if (nat.location) {
+        fetch(nat.location, { method: 'DELETE', headers: authHeaders() }).catch(() => {});
+      }
       nat.pc.close();
       nat.video.remove();
       this.nativeG2G = [];
       this.recent.nativeG2G = [];
-      if (nat.location) {
-        fetch(nat.location, { method: 'DELETE', headers: authHeaders() }).catch(() => {});
-      }
     }
 
     nativeFailed(msg) {
