@@ -412,7 +412,8 @@ func (s *Server) Run(ctx context.Context) error {
 	defer l.close()
 	s.mediaAddr, s.httpAddr = l.tcp.Addr(), l.http.Addr()
 	close(s.ready)
-	s.log.Info("listening", "media", s.mediaAddr.String(), "transports", "tcp, quic (udp)", "http", s.httpAddr.String())
+	s.log.Info("listening", "media", s.mediaAddr.String(), "transports", "tcp, quic (udp)", "http", s.httpAddr.String(),
+		"whip", "http://"+s.httpAddr.String()+"/whip")
 	s.log.Info("tls fingerprint", "fingerprint", s.fp.String())
 
 	ctx, cancel := context.WithCancelCause(ctx)

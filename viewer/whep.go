@@ -35,13 +35,12 @@ const (
 
 var errStreamGone = errors.New("viewer: the stream was removed")
 
-// whepSession is one native player of one stream. Its goroutine (run)
-// writes the frames and ends the session; a second goroutine reads the
-// player's RTCP.
+// whepSession is one native player of one stream. Its goroutine
+// (runWHEP) writes the frames and ends the session; a second goroutine
+// reads the player's RTCP.
 type whepSession struct {
 	id     string
 	stream uint32 // immutable
-	remote string
 	pc     *pion.PeerConnection
 	track  *pion.TrackLocalStaticRTP
 	sender *pion.RTPSender
@@ -74,7 +73,7 @@ func (s *Server) serveWHEP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := &whepSession{
-		id: newSessionID(), stream: st.id, remote: r.RemoteAddr,
+		id: newSessionID(), stream: st.id,
 		log:  s.log.With("player", r.RemoteAddr, "stream", st.id),
 		wake: make(chan struct{}, 1), up: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -215,6 +214,9 @@ func (sess *whepSession) end(cause error) {
 // the stream was removed, or the viewer shuts down), then closes it and
 // forgets it.
 func (s *Server) runWHEP(sess *whepSession) {
+	s.mu.Lock()
+	ctx := s.ctx
+	s.mu.Unlock()
 	var rtcpReader sync.WaitGroup
 	rtcpReader.Go(func() { s.readWHEPFeedback(sess) })
 	connect := time.NewTimer(s.cfg.StallTimeout)
@@ -222,7 +224,7 @@ func (s *Server) runWHEP(sess *whepSession) {
 	up := sess.up
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			sess.end(errShutdown)
 		case <-connect.C:
 			sess.end(fmt.Errorf("%w: the player did not connect within %v", errRTCFailed, s.cfg.StallTimeout))

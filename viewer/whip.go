@@ -207,10 +207,11 @@ func (s *Server) startWHIP(link *whipLink, name string, log *slog.Logger) (strin
 	id := newSessionID()
 	s.mu.Lock()
 	s.whip[id] = sc
+	ctx := s.ctx
 	s.mu.Unlock()
 	go func() {
 		defer s.conns.Done()
-		s.runSender(s.ctx, sc, st, log)
+		s.runSender(ctx, sc, st, log)
 		link.wait()
 		late, dup, skipped := link.dropped()
 		log.Debug("WHIP session ended", "session", id, "late_packets", late, "duplicate_packets", dup, "packets_given_up", skipped)

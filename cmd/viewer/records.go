@@ -29,6 +29,7 @@ type recordJSON struct {
 	LostFrames    int      `json:"lost_frames,omitempty"`
 	Reason        string   `json:"reason,omitempty"` // of a loss: "reset" or "gap"
 	Client        uint32   `json:"client,omitempty"`
+	Native        bool     `json:"native,omitempty"` // displayed by the page's native player (WHEP); frame is then 0
 	DisplayedUs   int64    `json:"displayed_us,omitempty"`
 	G2GMs         *float64 `json:"g2g_ms,omitempty"`
 	Misread       bool     `json:"misread,omitempty"`
@@ -64,7 +65,7 @@ func recordLine(r viewer.Record) recordJSON {
 		j.LostFrames, j.Reason = r.Lost, r.LostReason.String()
 	case viewer.RecordDisplayed:
 		j.Kind = "displayed"
-		j.Client, j.DisplayedUs, j.Misread = r.Client, us(r.Displayed), r.Misread
+		j.Client, j.DisplayedUs, j.Misread, j.Native = r.Client, us(r.Displayed), r.Misread, r.Native
 		j.G2GMs, j.DecodeMs, j.DrawMs = ms(r.G2G), ms(r.Decode), ms(r.Draw)
 	}
 	return j
