@@ -25,6 +25,13 @@ import (
 // session's Location to end it. Each session is one sender connection
 // over transport "webrtc", on the per-connection loop TCP and QUIC
 // senders use.
+//
+// Goroutines: a WHIP session has four of the viewer's (the connection
+// loop, its feedback writer, and the link's RTP and RTCP readers) and a
+// WHEP session two (its writer and its RTCP reader), besides those pion
+// runs for each PeerConnection (ICE, DTLS, SRTP, interceptors); the
+// sessions are capped (Config.MaxWHIP, MaxWHEP), and every goroutine ends
+// with its session.
 
 // WHIP and WHEP limits and names.
 const (

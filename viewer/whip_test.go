@@ -489,3 +489,24 @@ func TestEndedSessions(t *testing.T) {
 		t.Error("not the newest sessions remembered")
 	}
 }
+
+// FuzzCheckOffer feeds the offer check (and through it pion's SDP parser)
+// arbitrary bodies: it returns an error or nil, and never panics.
+func FuzzCheckOffer(f *testing.F) {
+	f.Add([]byte(sampleOffer), true)
+	f.Add([]byte(sampleOffer), false)
+	f.Add([]byte("v=0\r\n"), true)
+	f.Add([]byte("m=video 0 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n"), true)
+	f.Fuzz(func(t *testing.T, offer []byte, publish bool) {
+		if err := checkOffer(offer, publish); err != nil && !errors.Is(err, errBadOffer) {
+			t.Fatalf("error %v does not wrap errBadOffer", err)
+		}
+	})
+}
+
+// sampleOffer is a WHIP offer as transport/webrtc makes it, shortened.
+const sampleOffer = "v=0\r\no=- 1 2 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\n" +
+	"m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=setup:actpass\r\na=mid:0\r\n" +
+	"a=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\na=rtcp-mux\r\n" +
+	"a=rtpmap:96 VP8/90000\r\na=rtcp-fb:96 nack\r\na=rtcp-fb:96 nack pli\r\na=sendonly\r\n" +
+	"a=candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host\r\na=end-of-candidates\r\n"
