@@ -343,6 +343,7 @@
     onFrame(f, arrivedMs) {
       this.counters.framesReceived++;
       this.lastFrameAt = localNow();
+      this.lastOffsetMs = f.offsetMs; // for the native player too
       if (!this.ensureDecoder()) return;
       if (!f.key && (this.waitKey || this.decoder.decodeQueueSize > MAX_DECODE_QUEUE)) {
         this.counters.framesSkipped++;
@@ -354,7 +355,6 @@
         // Outputs that never came: forget the oldest.
         this.pending.delete(this.pending.keys().next().value);
       }
-      this.lastOffsetMs = f.offsetMs;
       this.pending.set(f.frame, {
         frame: f.frame,
         captureMs: f.captureMs,
