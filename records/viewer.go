@@ -20,6 +20,7 @@ type ViewerFrame struct {
 	LostFrames    int      `json:"lost_frames,omitempty"`     // KindLost: frames that never arrived whole
 	Reason        string   `json:"reason,omitempty"`          // KindLost: "reset" or "gap"
 	Client        uint32   `json:"client,omitempty"`          // the page
+	Native        bool     `json:"native,omitempty"`          // displayed by the page's native player (WHEP); Frame is then 0
 	DisplayedUs   int64    `json:"displayed_us,omitempty"`
 	G2GMs         *float64 `json:"g2g_ms,omitempty"` // glass to glass from the pixels; nil on a misread
 	Misread       bool     `json:"misread,omitempty"`

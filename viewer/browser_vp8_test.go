@@ -24,6 +24,12 @@ import (
 // picture with the capture time in its pixels, at fps, answering keyframe
 // requests, and reporting its timings like the real sender.
 func vp8Sender(ctx context.Context, fs *fakeSender, name string, size media.Size, fps int) error {
+	return vp8SenderStamped(ctx, fs, name, size, fps, true)
+}
+
+// vp8SenderStamped is vp8Sender; without stamp, the band that holds the
+// pixel timestamp is gray, as in a stream from another publisher.
+func vp8SenderStamped(ctx context.Context, fs *fakeSender, name string, size media.Size, fps int, stamp bool) error {
 	enc, err := vpx.NewEncoder(media.EncoderConfig{Size: size, FPS: fps})
 	if err != nil {
 		return err
@@ -41,6 +47,9 @@ func vp8Sender(ctx context.Context, fs *fakeSender, name string, size media.Size
 		}
 		capture := time.Now()
 		media.Render(frame, capture, seq, name)
+		if !stamp {
+			clear(frame.Y[:size.W*media.StampBand(size)])
+		}
 		ef, err := enc.Encode(frame, fs.wantKey.Swap(false))
 		if err != nil {
 			return err

@@ -28,12 +28,16 @@ const (
 // viewer does not accept; the page is then disconnected.
 var ErrBadPageMessage = errors.New("viewer: malformed message from page")
 
-// outFrame is one frame on its way to pages; msg is shared, read-only.
+// outFrame is one frame on its way to pages and native players; msg and
+// data are shared, read-only.
 type outFrame struct {
 	seq    uint64 // orders frames across streams
 	stream uint32
 	key    bool
-	msg    []byte
+	msg    []byte // the page's message: header and VP8 frame
+	data   []byte // the VP8 frame, within msg
+	ssrc   uint32 // the sender's
+	ts     uint32 // the sender's RTP timestamp
 }
 
 // client is one connected page. Its writer goroutine sends everything; the
@@ -54,14 +58,72 @@ type client struct {
 }
 
 // clientStream is one page's view of one stream: its frame queue and the
-// results the page reported.
+// results the page reported, from its WebCodecs view and from its native
+// player (WHEP).
 type clientStream struct {
-	queue     []*outFrame // at most Config.ClientQueue
-	started   bool        // a keyframe has been queued since the page joined
-	skipToKey bool        // the queue overflowed: drop deltas until a keyframe
+	frameQueue
 
-	sent, dropped, displayed, misreads uint64
-	g2g, decode, draw, delivery        *metrics.Window // ms
+	displayed, misreads         uint64
+	g2g, decode, draw, delivery *metrics.Window // ms
+
+	nativeDisplayed, nativeMisreads uint64
+	nativeG2G                       *metrics.Window // ms
+}
+
+// frameQueue is one consumer's bounded queue of one stream's frames. A
+// consumer that has just joined gets frames from the next keyframe on. A
+// keyframe replaces whatever is still queued (it does not depend on it).
+// A delta frame that finds the queue full drops the queue and itself, and
+// the queue skips deltas until the next keyframe; every such drop is
+// counted. It is not safe for concurrent use.
+type frameQueue struct {
+	queue     []*outFrame
+	started   bool // a keyframe has been queued since the consumer joined
+	skipToKey bool // the queue overflowed: drop deltas until a keyframe
+
+	sent, dropped uint64
+}
+
+// offer queues f, in a queue of at most depth frames, and reports whether
+// it did and whether the stream's sender should be asked for a keyframe.
+func (q *frameQueue) offer(f *outFrame, depth int) (queued, wantKey bool) {
+	switch {
+	case !q.started && !f.key:
+		return false, true // nothing decodable yet; not a drop
+	case q.skipToKey && !f.key:
+		q.dropped++
+		return false, true
+	}
+	q.started, q.skipToKey = true, false
+	if f.key {
+		q.dropped += uint64(len(q.queue))
+		q.clear()
+	} else if len(q.queue) >= depth {
+		q.dropped += uint64(len(q.queue)) + 1
+		q.clear()
+		q.skipToKey = true
+		return false, true
+	}
+	q.queue = append(q.queue, f)
+	return true, false
+}
+
+func (q *frameQueue) clear() {
+	clear(q.queue)
+	q.queue = q.queue[:0]
+}
+
+// pop removes and returns the oldest frame, or nil.
+func (q *frameQueue) pop() *outFrame {
+	if len(q.queue) == 0 {
+		return nil
+	}
+	f := q.queue[0]
+	copy(q.queue, q.queue[1:])
+	q.queue[len(q.queue)-1] = nil
+	q.queue = q.queue[:len(q.queue)-1]
+	q.sent++
+	return f
 }
 
 func newClient(id uint32, remote string, conn *websocket.Conn) *client {
@@ -101,44 +163,22 @@ func (c *client) streamLocked(id uint32, cfg *Config) *clientStream {
 	cs := c.streams[id]
 	if cs == nil {
 		w := func() *metrics.Window { return metrics.NewWindow(cfg.ReportWindow, cfg.ReportCap) }
-		cs = &clientStream{g2g: w(), decode: w(), draw: w(), delivery: w()}
+		cs = &clientStream{g2g: w(), decode: w(), draw: w(), delivery: w(), nativeG2G: w()}
 		c.streams[id] = cs
 	}
 	return cs
 }
 
-// offer queues f for the page and reports whether the stream's sender
-// should be asked for a keyframe. A page that has just joined gets frames
-// from the next keyframe on. A keyframe replaces whatever is still queued
-// (it does not depend on it). A delta frame that finds the queue full
-// drops the queue and itself, and the stream skips deltas until the next
-// keyframe; every such drop is counted.
+// offer queues f for the page (see frameQueue) and reports whether the
+// stream's sender should be asked for a keyframe.
 func (c *client) offer(f *outFrame, cfg *Config) (wantKey bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cs := c.streamLocked(f.stream, cfg)
-	switch {
-	case !cs.started && !f.key:
-		return true // nothing decodable yet; not a drop
-	case cs.skipToKey && !f.key:
-		cs.dropped++
-		return true
+	queued, wantKey := c.streamLocked(f.stream, cfg).offer(f, cfg.ClientQueue)
+	if queued {
+		c.signal()
 	}
-	cs.started, cs.skipToKey = true, false
-	if f.key {
-		cs.dropped += uint64(len(cs.queue))
-		clear(cs.queue)
-		cs.queue = cs.queue[:0]
-	} else if len(cs.queue) >= cfg.ClientQueue {
-		cs.dropped += uint64(len(cs.queue)) + 1
-		clear(cs.queue)
-		cs.queue = cs.queue[:0]
-		cs.skipToKey = true
-		return true
-	}
-	cs.queue = append(cs.queue, f)
-	c.signal()
-	return false
+	return wantKey
 }
 
 // nextFrameLocked removes and returns the oldest queued frame of any
@@ -153,12 +193,7 @@ func (c *client) nextFrameLocked() *outFrame {
 	if best == nil {
 		return nil
 	}
-	f := best.queue[0]
-	copy(best.queue, best.queue[1:])
-	best.queue[len(best.queue)-1] = nil
-	best.queue = best.queue[:len(best.queue)-1]
-	best.sent++
-	return f
+	return best.pop()
 }
 
 // clientList returns the connected pages.
@@ -182,12 +217,16 @@ func (s *Server) streamsChanged() {
 	}
 }
 
-// forgetStream drops a removed stream from every page.
+// forgetStream drops a removed stream from every page and ends its
+// native players.
 func (s *Server) forgetStream(id uint32) {
 	for _, c := range s.clientList() {
 		c.mu.Lock()
 		delete(c.streams, id)
 		c.mu.Unlock()
+	}
+	for _, sess := range s.whepFor(id) {
+		sess.end(errStreamGone)
 	}
 }
 
@@ -348,7 +387,7 @@ type streamInfo struct {
 	ID        uint32 `json:"id"`
 	Name      string `json:"name"`
 	Remote    string `json:"remote"`
-	Transport string `json:"transport"` // "tcp" or "quic"
+	Transport string `json:"transport"` // "tcp", "quic" or "webrtc"
 	Mode      string `json:"mode"`      // the sender's, "" until it states it
 	Connected bool   `json:"connected"`
 	Width     int    `json:"width"`
@@ -375,13 +414,17 @@ func (s *Server) streamList() []streamInfo {
 //	{"type":"keyframe","stream":ID}
 //	{"type":"report","frames":[{"stream":ID,"frame":N,"ok":true,
 //	  "capture_ms":T,"arrived_ms":T,"display_ms":T,"decode_ms":D,"draw_ms":D}, ...]}
+//	{"type":"native","frames":[{"stream":ID,"ok":true,"capture_ms":T,"display_ms":T}, ...]}
 //
 // Times T are ms since the Unix epoch: capture_ms in the sender's clock as
 // read from the pixels (present when ok), arrived_ms (when the message
 // arrived) and display_ms (when the frame was drawn) in the viewer's clock
 // as the page estimates it. D are durations in ms: decode from submission
 // to the decoder's output, draw from that output to the pixels being read
-// back.
+// back. A "native" report is of frames the page's native player (WHEP,
+// a video element) presented, display_ms being when the browser handed
+// the frame to its compositor; the page cannot tell which frames they
+// were, so they carry no frame number.
 type pageMessage struct {
 	Type   string        `json:"type"`
 	Stream uint32        `json:"stream"`
@@ -441,6 +484,8 @@ func (s *Server) onPageMessage(c *client, data []byte, now time.Time) error {
 		return nil
 	case "report":
 		return s.onReport(c, m.Frames, now)
+	case "native":
+		return s.onNativeReport(c, m.Frames, now)
 	}
 	return fmt.Errorf("%w: unknown type %q", ErrBadPageMessage, m.Type)
 }
@@ -526,6 +571,54 @@ func (s *Server) onReport(c *client, frames []frameReport, now time.Time) error 
 	return nil
 }
 
+// onNativeReport checks a page's reports of frames its native players
+// presented and adds them to its native windows.
+func (s *Server) onNativeReport(c *client, frames []frameReport, now time.Time) error {
+	if len(frames) > maxReportFrames {
+		return fmt.Errorf("%w: %d frames in one report, at most %d", ErrBadPageMessage, len(frames), maxReportFrames)
+	}
+	offsets := make(map[uint32]float64) // ms, of the streams that exist
+	for i, f := range frames {
+		if err := f.check(); err != nil {
+			return fmt.Errorf("%w: frame %d: %w", ErrBadPageMessage, i, err)
+		}
+		if _, ok := offsets[f.Stream]; !ok {
+			if st := s.streamByID(f.Stream); st != nil {
+				st.mu.Lock()
+				offsets[f.Stream] = ms(st.clockOffset)
+				st.mu.Unlock()
+			}
+		}
+	}
+	var recs []Record
+	c.mu.Lock()
+	for _, f := range frames {
+		offset, ok := offsets[f.Stream]
+		if !ok {
+			continue // a stream that is gone
+		}
+		cs := c.streamLocked(f.Stream, &s.cfg)
+		cs.nativeDisplayed++
+		g2g := math.NaN()
+		if f.OK {
+			g2g = *f.Display - (*f.Capture + offset)
+			cs.nativeG2G.Add(now, g2g)
+		} else {
+			cs.nativeMisreads++
+		}
+		if s.cfg.OnRecord != nil {
+			r := displayedRecord(c.id, f, g2g)
+			r.Frame, r.Native = 0, true
+			recs = append(recs, r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range recs {
+		s.cfg.OnRecord(r)
+	}
+	return nil
+}
+
 // displayedRecord turns a checked frame report into a Record; g2g is in
 // ms, NaN on a misread.
 func displayedRecord(client uint32, f frameReport, g2g float64) Record {
@@ -584,7 +677,7 @@ func (c *client) stats(now time.Time) ClientStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cs := ClientStats{ID: c.id, Remote: c.remote, Streams: []ClientStreamStats{}}
-	var g2g, decode, draw []float64
+	var g2g, decode, draw, native []float64
 	ids := make([]uint32, 0, len(c.streams))
 	for id := range c.streams {
 		ids = append(ids, id)
@@ -593,9 +686,11 @@ func (c *client) stats(now time.Time) ClientStats {
 	for _, id := range ids {
 		st := c.streams[id]
 		g, d, w, dl := st.g2g.Values(now), st.decode.Values(now), st.draw.Values(now), st.delivery.Values(now)
+		ng := st.nativeG2G.Values(now)
 		g2g = append(g2g, g...)
 		decode = append(decode, d...)
 		draw = append(draw, w...)
+		native = append(native, ng...)
 		cs.Streams = append(cs.Streams, ClientStreamStats{
 			Stream: id,
 			PageFrames: PageFrames{
@@ -608,6 +703,11 @@ func (c *client) stats(now time.Time) ClientStats {
 				Draw:              quantilesOf(w),
 			},
 			Delivery: quantilesOf(dl),
+			Native: NativeStats{
+				FramesDisplayed:   st.nativeDisplayed,
+				TimestampMisreads: st.nativeMisreads,
+				G2G:               latencyOf(ng),
+			},
 		})
 		cs.FramesSent += st.sent
 		cs.FramesDropped += st.dropped
@@ -615,6 +715,7 @@ func (c *client) stats(now time.Time) ClientStats {
 		cs.TimestampMisreads += st.misreads
 	}
 	cs.G2G = latencyOf(g2g)
+	cs.NativeG2G = latencyOf(native)
 	cs.Decode = quantilesOf(decode)
 	cs.Draw = quantilesOf(draw)
 	return cs

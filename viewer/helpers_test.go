@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -100,7 +101,18 @@ func (ts *testServer) url(path string) string { return "http://" + ts.http + pat
 // stats fetches /api/stats.
 func (ts *testServer) stats(t *testing.T) Stats {
 	t.Helper()
-	resp, err := http.Get(ts.url("/api/stats"))
+	return ts.statsWith(t, nil)
+}
+
+// statsWith fetches /api/stats with the request headers hdr.
+func (ts *testServer) statsWith(t *testing.T, hdr http.Header) Stats {
+	t.Helper()
+	req, err := http.NewRequest("GET", ts.url("/api/stats"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(req.Header, hdr)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET /api/stats: %v", err)
 	}

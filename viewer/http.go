@@ -14,10 +14,13 @@ import (
 const TokenCookie = "replenish_token"
 
 // Handler returns the viewer's HTTP handler: the page at /, the WebSocket
-// at /ws, GET /api/stats (see Stats) and GET /api/time ({"now_us": viewer
-// clock in µs since the Unix epoch}). Every request passes the token and
-// host checks described on Config.Token. Run serves it; it is exported for
-// embedding the viewer in another server.
+// at /ws, GET /api/stats (see Stats), GET /api/time ({"now_us": viewer
+// clock in µs since the Unix epoch}), the WHIP endpoint at /whip and the
+// WHEP endpoints at /whep/<stream name>. Every request passes the token
+// and host checks described on Config.Token; WHIP and WHEP requests must
+// carry the token as "Authorization: Bearer". Run serves it; it is
+// exported for embedding the viewer in another server, where WHIP and
+// WHEP answer 503 unless Run is running too.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	files := http.FileServerFS(s.page)
@@ -34,6 +37,13 @@ func (s *Server) Handler() http.Handler {
 			NowUS int64 `json:"now_us"`
 		}{s.now().UnixMicro()})
 	})
+	mux.HandleFunc("POST /whip", s.serveWHIP)
+	mux.HandleFunc("GET /whip", methodNotAllowed("POST"))
+	mux.HandleFunc("DELETE "+WHIPSessionPath+"{id}", s.deleteWHIP)
+	mux.HandleFunc("GET "+WHIPSessionPath+"{id}", methodNotAllowed("DELETE"))
+	mux.HandleFunc("POST /whep/{name...}", s.serveWHEP)
+	mux.HandleFunc("GET /whep/{name...}", methodNotAllowed("POST"))
+	mux.HandleFunc("DELETE "+WHEPSessionPath+"{id}", s.deleteWHEP)
 	return s.guard(mux)
 }
 
@@ -44,7 +54,9 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 // guard checks every request: with a token, that it carries the token
-// (query or cookie; constant-time comparison); without one, that it names
+// (as "Authorization: Bearer", the query parameter or the cookie; only
+// the first for WHIP and WHEP, which answer 401 with WWW-Authenticate
+// otherwise; constant-time comparison); without one, that it names
 // a loopback host, so that a page elsewhere cannot reach the viewer by
 // rebinding its own host name to 127.0.0.1. It also sets headers that keep
 // the page self-contained.
@@ -64,16 +76,29 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 		} else {
+			bearer, hasBearer := bearerToken(r)
 			ok := false
-			if q := r.URL.Query().Get("token"); q != "" {
+			switch {
+			case isRTCPath(r.URL.Path):
+				if ok = hasBearer && equal(bearer); !ok {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="replenish"`)
+					http.Error(w, "viewer: missing or wrong token (send Authorization: Bearer <token>)", http.StatusUnauthorized)
+					return
+				}
+			case hasBearer:
+				ok = equal(bearer)
+			case r.URL.Query().Get("token") != "":
+				q := r.URL.Query().Get("token")
 				if ok = equal(q); ok {
 					http.SetCookie(w, &http.Cookie{
 						Name: TokenCookie, Value: q, Path: "/", HttpOnly: true,
 						Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
 					})
 				}
-			} else if c, err := r.Cookie(TokenCookie); err == nil {
-				ok = equal(c.Value)
+			default:
+				if c, err := r.Cookie(TokenCookie); err == nil {
+					ok = equal(c.Value)
+				}
 			}
 			if !ok {
 				http.Error(w, "viewer: missing or wrong token (open the page with ?token=...)", http.StatusUnauthorized)
@@ -86,6 +111,21 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// isRTCPath reports whether path belongs to the WHIP or WHEP endpoints,
+// which take the token only as a bearer token.
+func isRTCPath(path string) bool {
+	return path == "/whip" || strings.HasPrefix(path, "/whip/") || strings.HasPrefix(path, "/whep/")
 }
 
 // checkOrigin accepts a WebSocket from the page's own host, from the

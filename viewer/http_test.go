@@ -41,11 +41,14 @@ func TestPageServed(t *testing.T) {
 func TestToken(t *testing.T) {
 	const token = "correct-horse"
 	ts := startServer(t, func(c *Config) { c.Token = token })
-	get := func(path string, cookie *http.Cookie) *http.Response {
+	get := func(path string, cookie *http.Cookie, bearer string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest("GET", ts.url(path), nil)
 		if cookie != nil {
 			req.AddCookie(cookie)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
 		}
 		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
@@ -59,21 +62,24 @@ func TestToken(t *testing.T) {
 			name   string
 			query  string
 			cookie *http.Cookie
+			bearer string
 			want   int
 		}{
-			{"none", "", nil, http.StatusUnauthorized},
-			{"wrong query", "?token=wrong", nil, http.StatusUnauthorized},
-			{"prefix", "?token=correct", nil, http.StatusUnauthorized},
-			{"wrong cookie", "", &http.Cookie{Name: TokenCookie, Value: "nope"}, http.StatusUnauthorized},
-			{"query", "?token=" + token, nil, http.StatusOK},
-			{"cookie", "", &http.Cookie{Name: TokenCookie, Value: token}, http.StatusOK},
+			{"none", "", nil, "", http.StatusUnauthorized},
+			{"wrong query", "?token=wrong", nil, "", http.StatusUnauthorized},
+			{"prefix", "?token=correct", nil, "", http.StatusUnauthorized},
+			{"wrong cookie", "", &http.Cookie{Name: TokenCookie, Value: "nope"}, "", http.StatusUnauthorized},
+			{"wrong bearer", "", &http.Cookie{Name: TokenCookie, Value: token}, "nope", http.StatusUnauthorized},
+			{"query", "?token=" + token, nil, "", http.StatusOK},
+			{"cookie", "", &http.Cookie{Name: TokenCookie, Value: token}, "", http.StatusOK},
+			{"bearer", "", nil, token, http.StatusOK},
 		} {
 			t.Run(path+" "+tc.name, func(t *testing.T) {
 				want := tc.want
 				if path == "/ws" && want == http.StatusOK {
 					want = http.StatusBadRequest // authorized, but not a WebSocket handshake
 				}
-				resp := get(path+tc.query, tc.cookie)
+				resp := get(path+tc.query, tc.cookie, tc.bearer)
 				if resp.StatusCode != want {
 					t.Fatalf("status %d, want %d", resp.StatusCode, want)
 				}

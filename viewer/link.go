@@ -29,7 +29,7 @@ type senderLink interface {
 	// return, and may be called more than once.
 	close(cause error)
 	remote() string    // the sender's address
-	transport() string // "tcp" or "quic"
+	transport() string // "tcp", "quic" or "webrtc"
 }
 
 // arrival is what senderLink.next returns: a packet (RTP or RTCP), or
@@ -41,8 +41,9 @@ type arrival struct {
 
 // Transport names, as /api/stats and the page show them.
 const (
-	transportTCP  = "tcp"
-	transportQUIC = "quic"
+	transportTCP    = "tcp"
+	transportQUIC   = "quic"
+	transportWebRTC = "webrtc"
 )
 
 // tcpLink is a sender's TCP connection: RFC 4571 framed RTP and RTCP in

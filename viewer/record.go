@@ -8,7 +8,8 @@ type RecordKind int
 const (
 	// RecordReceived: the viewer has read a frame's last packet.
 	RecordReceived RecordKind = iota + 1
-	// RecordDisplayed: a page reported a frame drawn.
+	// RecordDisplayed: a page reported a frame drawn (by its WebCodecs
+	// view, or by its native player).
 	RecordDisplayed
 	// RecordLost: frames of a stream did not arrive whole.
 	RecordLost
@@ -63,7 +64,11 @@ type Record struct {
 	LostReason LostReason
 
 	// RecordDisplayed.
-	Client    uint32
+	Client uint32
+	// Native: the page's native player (WHEP, a video element) presented
+	// the frame, not its WebCodecs view; Frame is then 0 (unknown), and
+	// Decode and Draw are unknown.
+	Native    bool
 	Displayed time.Time     // when the page had drawn it, on the viewer's clock
 	G2G       time.Duration // glass-to-glass from the pixels; -1 on a misread
 	Misread   bool

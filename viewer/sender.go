@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -32,7 +33,7 @@ var (
 type senderConn struct {
 	link      senderLink
 	remote    string
-	transport string        // "tcp" or "quic"
+	transport string        // "tcp", "quic" or "webrtc"
 	pli       chan struct{} // capacity 1: a keyframe request is pending
 	done      chan struct{} // closed when the reader has stopped
 	ssrc      atomic.Uint32 // media SSRC of the last frame
@@ -88,15 +89,19 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
-// serveSender runs one sender connection until it ends, and logs why.
-func (s *Server) serveSender(ctx context.Context, link senderLink) {
-	sc := &senderConn{
+func newSenderConn(link senderLink) *senderConn {
+	return &senderConn{
 		link:      link,
 		remote:    link.remote(),
 		transport: link.transport(),
 		pli:       make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+}
+
+// serveSender runs one sender connection until it ends, and logs why.
+func (s *Server) serveSender(ctx context.Context, link senderLink) {
+	sc := newSenderConn(link)
 	log := s.log.With("sender", sc.remote, "transport", sc.transport)
 	st, err := s.attachNew(sc)
 	if err != nil {
@@ -104,13 +109,20 @@ func (s *Server) serveSender(ctx context.Context, link senderLink) {
 		link.close(err)
 		return
 	}
+	s.runSender(ctx, sc, st, log)
+}
+
+// runSender runs the connection loop of sc, attached to st, until it
+// ends, and logs why.
+func (s *Server) runSender(ctx context.Context, sc *senderConn, st *stream, log *slog.Logger) {
 	log.Info("sender connected", "stream", st.id)
+	link := sc.link
 	stop := context.AfterFunc(ctx, func() { sc.closeWith(errShutdown) })
 	defer stop()
 
 	var feedback sync.WaitGroup
 	feedback.Go(func() { s.writeFeedback(sc) })
-	st, err = s.readSender(sc, st)
+	st, err := s.readSender(sc, st)
 	close(sc.done)
 	if c := sc.cause.Load(); c != nil {
 		err = *c
@@ -402,10 +414,18 @@ func (s *Server) onFrame(st *stream, f *framer.Frame, undecodable bool, now time
 	}
 	msg := make([]byte, 0, FrameHeaderSize+len(f.Data))
 	msg = append(h.Append(msg), f.Data...)
-	out := &outFrame{seq: s.seq.Add(1), stream: st.id, key: f.Key, msg: msg}
+	out := &outFrame{
+		seq: s.seq.Add(1), stream: st.id, key: f.Key, msg: msg,
+		data: msg[len(msg)-len(f.Data):], ssrc: f.SSRC, ts: f.Timestamp,
+	}
 	for _, c := range s.clientList() {
 		if c.offer(out, &s.cfg) {
 			s.requestKeyframe(st, now, "page queue")
+		}
+	}
+	for _, sess := range s.whepFor(st.id) {
+		if sess.offer(out, s.cfg.ClientQueue) {
+			s.requestKeyframe(st, now, "native player queue")
 		}
 	}
 }

@@ -22,7 +22,8 @@ import (
 //	  "streams": [{                   one per sender stream, by id
 //	    "id", "name", "remote",       name from the sender's SDES (until then
 //	                                  its address); remote = its address
-//	    "transport": "tcp" or "quic", of the current (or last) connection
+//	    "transport": "tcp", "quic" or "webrtc" (WHIP), of the current
+//	                                  (or last) connection
 //	    "mode",                       the sender's buffer policy as it states
 //	                                  it (SDES NOTE), such as "replenish=15ms";
 //	                                  "" until it does
@@ -45,7 +46,9 @@ import (
 //	    "capture_to_received_ms": {"p50","p95","p99","n"},  received complete
 //	                                  minus the RTP capture time (abs-capture-
 //	                                  time, offset-corrected): the latency
-//	                                  without a browser
+//	                                  without a browser; null (n 0) for a
+//	                                  sender that does not send the extension
+//	    "native_players",             WHEP sessions open on the stream
 //	    "sender": {"drain_rate_bps", "target_bps"},  from the sender's last
 //	                                  report; null before one
 //	    "parts_ms": {                 per frame, joined with the sender's timing
@@ -65,11 +68,18 @@ import (
 //	                                  clock) minus the capture time read from
 //	                                  the pixels, offset-corrected
 //	    "decode_ms": {"p50","p95"}, "draw_ms": {"p50","p95"},
+//	    "native_g2g_ms": {"p50","p95","p99","n"},  glass-to-glass of the
+//	                                  page's native players (WHEP: the
+//	                                  browser's own jitter buffer, decoder and
+//	                                  renderer), all its streams
 //	    "streams": [{                 per stream the page has seen
 //	      "stream", "frames_sent", "frames_dropped", "frames_displayed",
 //	      "timestamp_misreads", "g2g_ms": {"p50","p95","p99","n"},
 //	      "decode_ms", "draw_ms",
-//	      "delivery_ms": {"p50","p95"}  received complete to arrival in the page
+//	      "delivery_ms": {"p50","p95"}, received complete to arrival in the page
+//	      "native": {                 the page's native player of the stream
+//	        "frames_displayed", "timestamp_misreads",  totals
+//	        "g2g_ms": {"p50","p95","p99","n"}}  from the pixels it presented
 //	    }]
 //	  }]
 //	}
@@ -104,6 +114,7 @@ type StreamStats struct {
 	FramesLost           uint64              `json:"frames_lost"`
 	FramesUndecodable    uint64              `json:"frames_undecodable"`
 	CaptureToReceived    metrics.Percentiles `json:"capture_to_received_ms"` // p50, p95, p99, n
+	NativePlayers        int                 `json:"native_players"`
 	Sender               SenderStats         `json:"sender"`
 	Parts                Parts               `json:"parts_ms"`
 }
@@ -128,7 +139,8 @@ type ClientStats struct {
 	ID     uint32 `json:"id"`
 	Remote string `json:"remote"`
 	PageFrames
-	Streams []ClientStreamStats `json:"streams"`
+	NativeG2G metrics.Percentiles `json:"native_g2g_ms"` // p50, p95, p99, n
+	Streams   []ClientStreamStats `json:"streams"`
 }
 
 // ClientStreamStats describes one stream as one page received it.
@@ -136,6 +148,15 @@ type ClientStreamStats struct {
 	Stream uint32 `json:"stream"`
 	PageFrames
 	Delivery metrics.Percentiles `json:"delivery_ms"` // p50, p95
+	Native   NativeStats         `json:"native"`
+}
+
+// NativeStats describes one stream as one page's native player (WHEP, a
+// video element) presented it.
+type NativeStats struct {
+	FramesDisplayed   uint64              `json:"frames_displayed"`
+	TimestampMisreads uint64              `json:"timestamp_misreads"`
+	G2G               metrics.Percentiles `json:"g2g_ms"` // p50, p95, p99, n
 }
 
 // PageFrames are a page's frame counts and times, over all its streams
@@ -203,12 +224,18 @@ func (s *Server) Stats() Stats {
 	for c := range s.clients {
 		clients = append(clients, c)
 	}
+	players := make(map[uint32]int)
+	for _, sess := range s.whep {
+		players[sess.stream]++
+	}
 	s.mu.Unlock()
 	slices.SortFunc(clients, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
 
 	out := Stats{NowMS: now.UnixMilli(), TLSFingerprint: s.fp.String(), Streams: make([]StreamStats, 0, len(streams)), Clients: make([]ClientStats, 0, len(clients))}
 	for _, st := range streams {
-		out.Streams = append(out.Streams, st.stats(now))
+		ss := st.stats(now)
+		ss.NativePlayers = players[st.id]
+		out.Streams = append(out.Streams, ss)
 	}
 	for _, c := range clients {
 		out.Clients = append(out.Clients, c.stats(now))

@@ -22,7 +22,7 @@ type stream struct {
 	name             string
 	named            bool // name came from the sender's SDES
 	remote           string
-	transport        string      // of the current or last connection: "tcp" or "quic"
+	transport        string      // of the current or last connection: "tcp", "quic" or "webrtc"
 	mode             string      // the sender's buffer policy, from its SDES; "" unknown
 	conn             *senderConn // nil while disconnected
 	ssrc             uint32

@@ -2,16 +2,21 @@
 // over TCP (RTP with VP8 payload and RTCP, framed as RFC 4571) and over
 // QUIC (RTP over QUIC, draft-ietf-avtcore-rtp-over-quic, with a TLS
 // certificate senders verify by its fingerprint) on the same port number,
-// answers their clock probes over UDP on the QUIC socket, forwards each
-// stream's frames to browser pages over WebSocket, serves the page, and
-// keeps the latency numbers that senders and pages report, which GET
-// /api/stats returns.
+// and WebRTC publishers over WHIP (RFC 9725, POST /whip on the HTTP
+// address); it answers senders' clock probes over UDP on the QUIC socket,
+// forwards each stream's frames to browser pages over WebSocket and, for
+// the page's native player, over WebRTC (WHEP, POST /whep/<stream name>),
+// serves the page, and keeps the latency numbers that senders and pages
+// report, which GET /api/stats returns.
 //
-// Both transports feed one per-connection loop: packets in, keyframe
+// Every transport feeds one per-connection loop: packets in, keyframe
 // requests out. A sender in the expire mode sends each frame on a QUIC
 // stream of its own and resets the streams of frames that expire; the
 // viewer counts those frames, and the delta frames that depend on them, as
-// undecodable, keeps them from pages, and asks for a keyframe.
+// undecodable, keeps them from pages, and asks for a keyframe. A WebRTC
+// stream's packets are put back in order first, waiting a bounded time
+// for retransmissions (Config.ReorderWait); a packet that never comes is
+// a loss like any other.
 //
 // A slow page never gets stale frames queued behind fresh ones: each
 // (page, stream) pair has a small bounded queue; when it overflows the
@@ -57,6 +62,10 @@ const (
 	DefaultJoinCap          = 512
 	DefaultRateWindow       = 2 * time.Second
 	DefaultWriteTimeout     = 10 * time.Second
+	DefaultMaxWHIP          = 8
+	DefaultMaxWHEP          = 16
+	DefaultMaxWHEPPerStream = 4
+	DefaultReorderWait      = 500 * time.Millisecond
 	// SelfSignedValidity is how long the certificate New makes is valid.
 	SelfSignedValidity = 365 * 24 * time.Hour
 )
@@ -91,9 +100,10 @@ type Config struct {
 	HTTP string
 	// Token, when set, must accompany every HTTP request: as the query
 	// parameter ?token= (the viewer then sets a cookie so the page's own
-	// requests carry it) or as that cookie. It is required when HTTP is not
-	// a loopback address. Without a token, requests must name a loopback
-	// host (this blocks DNS rebinding).
+	// requests carry it), as that cookie, or as "Authorization: Bearer
+	// <token>", which is the only form WHIP and WHEP requests may use. It
+	// is required when HTTP is not a loopback address. Without a token,
+	// requests must name a loopback host (this blocks DNS rebinding).
 	Token string
 	// AllowedOrigins lists extra WebSocket origins ("scheme://host:port")
 	// accepted besides the page's own host.
@@ -113,7 +123,9 @@ type Config struct {
 	// MaxFrameSize caps one VP8 frame, in bytes (default 4 MiB).
 	MaxFrameSize int
 	// StallTimeout drops a sender that sends nothing for this long
-	// (default 5 s).
+	// (default 5 s); for a WHIP publisher that includes the time ICE and
+	// DTLS take to connect. A WHEP player that has not connected within
+	// it is dropped too.
 	StallTimeout time.Duration
 	// KeyframeInterval is the least time between two keyframe requests
 	// (PLI) to one stream (default 500 ms).
@@ -132,6 +144,20 @@ type Config struct {
 	// WriteTimeout drops a page or sender that does not take a write for
 	// this long (default 10 s).
 	WriteTimeout time.Duration
+
+	// MaxWHIP caps the WHIP sessions (WebRTC publishers) open or being
+	// negotiated at once (default 8). Each is also a stream under
+	// MaxStreams; a POST beyond either is refused with 503.
+	MaxWHIP int
+	// MaxWHEP caps the WHEP sessions (the page's native players) open at
+	// once (default 16), and MaxWHEPPerStream those of one stream
+	// (default 4); a POST beyond either is refused with 503.
+	MaxWHEP, MaxWHEPPerStream int
+	// ReorderWait is how long a WebRTC stream's packets wait behind a
+	// missing one (for its retransmission, which the viewer's NACK asks
+	// for) before the viewer goes on without it and counts its frame
+	// lost (default 500 ms).
+	ReorderWait time.Duration
 
 	// OnRecord, if set, receives a Record for every frame received and
 	// every frame a page reports displayed. It is called from the
@@ -159,13 +185,18 @@ type Server struct {
 	// Set before ready is closed, read-only after.
 	mediaAddr, httpAddr net.Addr
 
-	mu           sync.Mutex // guards following fields
-	streams      []*stream  // in id order
+	mu           sync.Mutex      // guards following fields
+	ctx          context.Context // Run's; nil until Run listens
+	streams      []*stream       // in id order
 	nextStreamID uint32
 	clients      map[*client]struct{}
 	nextClientID uint32
-	closing      bool           // Run is shutting down: accept nothing new
-	conns        sync.WaitGroup // sender connections and pages; Add under mu while !closing
+	whip         map[string]*senderConn  // WHIP sessions by id
+	whipCount    int                     // WHIP sessions open or being negotiated
+	ended        []endedSession          // WHIP and WHEP sessions that ended on their own, oldest first
+	whep         map[string]*whepSession // WHEP sessions by id
+	closing      bool                    // Run is shutting down: accept nothing new
+	conns        sync.WaitGroup          // sender connections, pages, WHEP sessions; Add under mu while !closing
 }
 
 // withDefaults checks c and fills in the defaults of its zero fields.
@@ -199,6 +230,9 @@ func (c *Config) withDefaults() error {
 		{"MaxFrameSize", &c.MaxFrameSize, framer.DefaultMaxFrameSize},
 		{"ReportCap", &c.ReportCap, DefaultReportCap},
 		{"JoinCap", &c.JoinCap, DefaultJoinCap},
+		{"MaxWHIP", &c.MaxWHIP, DefaultMaxWHIP},
+		{"MaxWHEP", &c.MaxWHEP, DefaultMaxWHEP},
+		{"MaxWHEPPerStream", &c.MaxWHEPPerStream, DefaultMaxWHEPPerStream},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
@@ -217,6 +251,7 @@ func (c *Config) withDefaults() error {
 		{"ReportWindow", &c.ReportWindow, DefaultReportWindow},
 		{"RateWindow", &c.RateWindow, DefaultRateWindow},
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
+		{"ReorderWait", &c.ReorderWait, DefaultReorderWait},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
@@ -253,6 +288,8 @@ func New(cfg Config) (*Server, error) {
 		now:     time.Now,
 		ready:   make(chan struct{}),
 		clients: make(map[*client]struct{}),
+		whip:    make(map[string]*senderConn),
+		whep:    make(map[string]*whepSession),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
@@ -375,11 +412,15 @@ func (s *Server) Run(ctx context.Context) error {
 	defer l.close()
 	s.mediaAddr, s.httpAddr = l.tcp.Addr(), l.http.Addr()
 	close(s.ready)
-	s.log.Info("listening", "media", s.mediaAddr.String(), "transports", "tcp, quic (udp)", "http", s.httpAddr.String())
+	s.log.Info("listening", "media", s.mediaAddr.String(), "transports", "tcp, quic (udp)", "http", s.httpAddr.String(),
+		"whip", "http://"+s.httpAddr.String()+"/whip")
 	s.log.Info("tls fingerprint", "fingerprint", s.fp.String())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

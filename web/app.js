@@ -1,6 +1,10 @@
 // The viewer page: receives VP8 frames over a WebSocket, decodes them with
 // WebCodecs, draws them to canvases, reads the capture time back from the
-// pixels and reports per-frame results to the viewer.
+// pixels and reports per-frame results to the viewer. Each stream can also
+// play through the browser's own WebRTC player (WHEP, a video element):
+// its frames' capture times are read the same way, from the pixels of each
+// frame the browser presents (requestVideoFrameCallback), and reported as
+// a separate ("native") series.
 //
 // Times sent to the viewer are in the viewer's clock, in ms since the Unix
 // epoch: the page estimates its offset to the viewer with GET api/time
@@ -13,6 +17,8 @@
   const params = new URLSearchParams(location.search);
   const token = params.get('token') || '';
   const query = token ? '?token=' + encodeURIComponent(token) : '';
+  // WHEP requests carry the token as a bearer token.
+  const authHeaders = () => (token ? { Authorization: 'Bearer ' + token } : {});
 
   const REPORT_EVERY_MS = 250;
   const STATS_EVERY_MS = 1000;
@@ -25,6 +31,8 @@
   const MAX_PENDING = 64;
   const RECENT = 60;
   const MAX_REPORT = 500;
+  const NO_STAMP_AFTER = 30; // frames displayed without a readable stamp
+  const GATHER_MS = 3000; // longest wait for the native player's ICE candidates
 
   const PARTS = [
     ['wait', 'wait'],
@@ -43,6 +51,7 @@
     clock: { offsetMs: null, rttMs: null, synced: false },
     streams: {},
     reportsSent: 0,
+    nativeReportsSent: 0,
     errors: [],
     supported: typeof window.VideoDecoder === 'function',
   });
@@ -138,6 +147,20 @@
   let socket = null;
   const views = new Map(); // stream id -> StreamView
   let pendingReports = [];
+  let pendingNative = [];
+
+  // gathered resolves once pc has gathered its ICE candidates (the viewer
+  // takes no trickled ones), or after GATHER_MS with what it has.
+  function gathered(pc) {
+    if (pc.iceGatheringState === 'complete') return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        if (pc.iceGatheringState === 'complete') resolve();
+      };
+      pc.addEventListener('icegatheringstatechange', done);
+      setTimeout(resolve, GATHER_MS);
+    });
+  }
 
   function send(obj) {
     if (socket && socket.readyState === WebSocket.OPEN) {
@@ -165,6 +188,12 @@
         lastG2G: null,
         width: 0,
         height: 0,
+        noStamp: false,
+        // The native player (WHEP), while it is on.
+        native: {
+          on: false, connected: false, framesDisplayed: 0, misreads: 0,
+          lastG2G: null, width: 0, height: 0, noStamp: false, error: '',
+        },
       };
       R.streams[this.id] = this.counters;
       this.waitKey = true;
@@ -172,7 +201,12 @@
       this.lastFrameAt = 0; // local clock
       this.pending = new Map(); // chunk timestamp -> frame info
       this.g2g = []; // [viewer ms, g2g ms] over the chart span
-      this.recent = { g2g: [], delivery: [], decode: [], draw: [] };
+      this.nativeG2G = []; // the same, of the native player
+      this.recent = { g2g: [], delivery: [], decode: [], draw: [], nativeG2G: [] };
+      this.reads = []; // recent stamp reads: true when the stamp read
+      this.nativeReads = [];
+      this.lastOffsetMs = 0; // the sender's clock offset, from the last frame
+      this.native = null; // the native player while it is on
       this.serverStats = null;
       this.clientStats = null;
       this.decoder = null;
@@ -191,14 +225,27 @@
       this.modeEl = el('span', 'tag mode');
       title.append(this.nameEl, this.transportEl, this.modeEl);
       this.stateEl = el('span', 'state');
-      head.append(title, this.stateEl);
+      // The native player's switch: off by default.
+      this.nativeBtn = el('button', 'toggle native-toggle', 'native player');
+      this.nativeBtn.title = "Play the stream beside this one through the browser's own WebRTC player (WHEP)";
+      this.nativeBtn.setAttribute('aria-pressed', 'false');
+      this.nativeBtn.onclick = () => this.setNative(!this.native);
+      const right = el('span', 'right');
+      right.append(this.nativeBtn, this.stateEl);
+      head.append(title, right);
+      this.views = el('div', 'views');
       this.canvas = el('canvas', 'video');
       this.canvas.width = 320;
       this.canvas.height = 180;
       this.ctx = this.canvas.getContext('2d', { willReadFrequently: true, alpha: false });
+      this.views.append(this.canvas);
       const big = el('div', 'g2g');
       this.bigEl = el('span', 'big', '–');
-      big.append(this.bigEl, el('span', 'unit', 'ms glass-to-glass'));
+      this.nativeBigEl = el('span', 'big native', '–');
+      this.nativeUnitEl = el('span', 'unit', 'ms native player');
+      this.nativeBigEl.hidden = this.nativeUnitEl.hidden = true;
+      big.append(this.bigEl, el('span', 'unit', 'ms glass-to-glass'), this.nativeBigEl, this.nativeUnitEl);
+      this.noteEl = el('div', 'note');
       this.chart = el('canvas', 'chart');
       this.chart.width = 480;
       this.chart.height = 120;
@@ -231,7 +278,7 @@
         this.partEls[k] = td;
       });
       table.append(row1, row2);
-      p.append(head, this.canvas, big, this.chart, facts, this.bar, table);
+      p.append(head, this.views, big, this.noteEl, this.chart, facts, this.bar, table);
       document.getElementById('streams').append(p);
     }
 
@@ -248,6 +295,7 @@
     }
 
     remove() {
+      this.setNative(false);
       this.closeDecoder();
       this.panel.remove();
       delete R.streams[this.id];
@@ -295,6 +343,7 @@
     onFrame(f, arrivedMs) {
       this.counters.framesReceived++;
       this.lastFrameAt = localNow();
+      this.lastOffsetMs = f.offsetMs; // for the native player too
       if (!this.ensureDecoder()) return;
       if (!f.key && (this.waitKey || this.decoder.decodeQueueSize > MAX_DECODE_QUEUE)) {
         this.counters.framesSkipped++;
@@ -362,6 +411,7 @@
       pushBounded(this.recent.delivery, info.arrivedMs - info.receivedMs, RECENT);
       pushBounded(this.recent.decode, report.decode_ms, RECENT);
       pushBounded(this.recent.draw, report.draw_ms, RECENT);
+      pushBounded(this.reads, captureMs !== null, NO_STAMP_AFTER);
       if (captureMs === null) {
         this.counters.misreads++;
       } else {
@@ -379,8 +429,119 @@
       if (pendingReports.length < MAX_REPORT) pendingReports.push(report);
     }
 
+    // setNative turns the native player on or off.
+    setNative(on) {
+      if (on && !this.native) {
+        this.startNative().catch((e) => this.nativeFailed('native player: ' + e.message));
+      } else if (!on && this.native) {
+        this.stopNative();
+      }
+    }
+
+    // startNative plays the stream through the browser's WebRTC stack:
+    // a receive-only offer with every ICE candidate, POSTed to the
+    // viewer's WHEP endpoint, and the answer.
+    async startNative() {
+      const video = el('video', 'video native');
+      video.muted = true;
+      video.autoplay = true;
+      video.playsInline = true;
+      const canvas = document.createElement('canvas');
+      const pc = new RTCPeerConnection();
+      const nat = (this.native = { pc, video, canvas, location: null, ctx: canvas.getContext('2d', { willReadFrequently: true }) });
+      const n = this.counters.native;
+      Object.assign(n, { on: true, connected: false, error: '' });
+      this.nativeReads = [];
+      this.nativeBtn.classList.add('on');
+      this.nativeBtn.setAttribute('aria-pressed', 'true');
+      this.views.append(video);
+      pc.addTransceiver('video', { direction: 'recvonly' });
+      pc.ontrack = (ev) => {
+        video.srcObject = ev.streams[0] || new MediaStream([ev.track]);
+        video.requestVideoFrameCallback((now, meta) => this.onNativeFrame(nat, meta));
+      };
+      pc.onconnectionstatechange = () => {
+        n.connected = pc.connectionState === 'connected';
+        if (pc.connectionState === 'failed') this.nativeFailed('native player: the connection failed');
+      };
+      await pc.setLocalDescription(await pc.createOffer());
+      await gathered(pc);
+      const headers = Object.assign({ 'Content-Type': 'application/sdp' }, authHeaders());
+      const res = await fetch('whep/' + encodeURIComponent(this.info.name), {
+        method: 'POST', headers, body: pc.localDescription.sdp, cache: 'no-store',
+      });
+      const body = await res.text();
+      const location = res.status === 201 ? new URL(res.headers.get('Location'), res.url).href : null;
+      if (this.native !== nat) { // turned off meanwhile
+        if (location) fetch(location, { method: 'DELETE', headers: authHeaders() }).catch(() => {});
+        return;
+      }
+      if (!location) throw new Error(res.status + ' ' + body.trim());
+      nat.location = location;
+      await pc.setRemoteDescription({ type: 'answer', sdp: body });
+    }
+
+    stopNative() {
+      const nat = this.native;
+      this.native = null;
+      this.counters.native.on = false;
+      this.counters.native.connected = false;
+      this.nativeBtn.classList.remove('on');
+      this.nativeBtn.setAttribute('aria-pressed', 'false');
+      if (nat.location) {
+        fetch(nat.location, { method: 'DELETE', headers: authHeaders() }).catch(() => {});
+      }
+      nat.pc.close();
+      nat.video.remove();
+      this.nativeG2G = [];
+      this.recent.nativeG2G = [];
+    }
+
+    nativeFailed(msg) {
+      note('stream ' + this.id + ': ' + msg);
+      if (this.native) this.stopNative();
+      this.counters.native.error = msg;
+    }
+
+    // onNativeFrame reads the stamp of a frame the browser presents and
+    // reports it; display_ms is when the browser handed the frame to its
+    // compositor, on the viewer's clock.
+    onNativeFrame(nat, meta) {
+      if (this.native !== nat) return;
+      nat.video.requestVideoFrameCallback((now, m) => this.onNativeFrame(nat, m));
+      const w = meta.width;
+      const h = meta.height;
+      const band = Math.min(h, Stamp.bandHeight(w));
+      if (band <= 0) return;
+      if (nat.canvas.width !== w || nat.canvas.height !== band) {
+        nat.canvas.width = w;
+        nat.canvas.height = band;
+      }
+      nat.ctx.drawImage(nat.video, 0, 0, w, band, 0, 0, w, band);
+      const img = nat.ctx.getImageData(0, 0, w, band);
+      const displayMs = performance.timeOrigin + meta.presentationTime + clockOffsetMs;
+      const captureMs = Stamp.read(img.data, w, w, displayMs - this.lastOffsetMs);
+      const n = this.counters.native;
+      n.framesDisplayed++;
+      n.width = w;
+      n.height = h;
+      pushBounded(this.nativeReads, captureMs !== null, NO_STAMP_AFTER);
+      const report = { stream: this.id, ok: captureMs !== null, display_ms: displayMs };
+      if (captureMs === null) {
+        n.misreads++;
+      } else {
+        report.capture_ms = captureMs;
+        const g2g = displayMs - (captureMs + this.lastOffsetMs);
+        n.lastG2G = g2g;
+        pushBounded(this.recent.nativeG2G, g2g, 15);
+        this.nativeG2G.push([displayMs, g2g]);
+      }
+      if (pendingNative.length < MAX_REPORT) pendingNative.push(report);
+    }
+
     render(nowViewer) {
       while (this.g2g.length && this.g2g[0][0] < nowViewer - CHART_SPAN_MS) this.g2g.shift();
+      while (this.nativeG2G.length && this.nativeG2G[0][0] < nowViewer - CHART_SPAN_MS) this.nativeG2G.shift();
       const connected = this.info.connected;
       const stalled = connected && localNow() - this.lastFrameAt > STALL_MS;
       const state = !connected ? 'disconnected' : stalled ? 'stalled' : 'live';
@@ -388,6 +549,18 @@
       this.stateEl.className = 'state ' + state;
       const g = median(this.recent.g2g);
       setText(this.bigEl, g === null || stalled || !connected ? '–' : g.toFixed(0));
+      const ng = median(this.recent.nativeG2G);
+      this.nativeBigEl.hidden = this.nativeUnitEl.hidden = !this.native;
+      setText(this.nativeBigEl, ng === null || stalled || !connected ? '–' : ng.toFixed(0));
+      // A stream without the pixel timestamp (another WHIP publisher)
+      // plays without glass-to-glass numbers: say so.
+      const none = (reads) => reads.length >= NO_STAMP_AFTER && !reads.some(Boolean);
+      this.counters.noStamp = none(this.reads);
+      this.counters.native.noStamp = this.native !== null && none(this.nativeReads);
+      const noStamp = this.counters.noStamp || this.counters.native.noStamp;
+      setText(this.noteEl, noStamp
+        ? 'No timestamp in the pixels of this stream: it plays without glass-to-glass numbers.'
+        : this.counters.native.error);
       const ss = this.serverStats;
       const cs = this.clientStats;
       setText(this.facts.fps, ss ? fmt(ss.fps) : '–');
@@ -425,6 +598,7 @@
       ctx.fillRect(0, 0, W, H);
       let peak = 0;
       for (const [, v] of this.g2g) peak = Math.max(peak, v);
+      for (const [, v] of this.nativeG2G) peak = Math.max(peak, v);
       // Four grid steps of a round size that covers the peak.
       const step = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000].find((s) => 4 * s >= peak) || Math.ceil(peak / 4000) * 1000;
       const top = 4 * step;
@@ -440,17 +614,19 @@
         ctx.stroke();
         ctx.fillText(String(step * i), 2, y - 2);
       }
-      ctx.strokeStyle = '#4fc3f7';
       ctx.lineWidth = 1.5;
-      ctx.beginPath();
-      let first = true;
-      for (const [t, v] of this.g2g) {
-        const x = W - ((nowViewer - t) / CHART_SPAN_MS) * W;
-        const y = H - (Math.max(0, v) / top) * (H - 12) - 1;
-        if (first) ctx.moveTo(x, y); else ctx.lineTo(x, y);
-        first = false;
+      for (const [series, color] of [[this.g2g, '#4fc3f7'], [this.nativeG2G, '#f6b26b']]) {
+        ctx.strokeStyle = color;
+        ctx.beginPath();
+        let first = true;
+        for (const [t, v] of series) {
+          const x = W - ((nowViewer - t) / CHART_SPAN_MS) * W;
+          const y = H - (Math.max(0, v) / top) * (H - 12) - 1;
+          if (first) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+          first = false;
+        }
+        ctx.stroke();
       }
-      ctx.stroke();
     }
   }
 
@@ -527,11 +703,19 @@
   }
 
   function flushReports() {
-    if (!pendingReports.length || !socket || socket.readyState !== WebSocket.OPEN) return;
-    const frames = pendingReports;
-    pendingReports = [];
-    send({ type: 'report', frames });
-    R.reportsSent++;
+    if (!socket || socket.readyState !== WebSocket.OPEN) return;
+    if (pendingReports.length) {
+      const frames = pendingReports;
+      pendingReports = [];
+      send({ type: 'report', frames });
+      R.reportsSent++;
+    }
+    if (pendingNative.length) {
+      const frames = pendingNative;
+      pendingNative = [];
+      send({ type: 'native', frames });
+      R.nativeReportsSent++;
+    }
   }
 
   async function pollStats() {

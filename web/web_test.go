@@ -14,6 +14,8 @@ func TestFS(t *testing.T) {
 		{"index.html", `src="stamp.js"`},
 		{"index.html", `href="style.css"`},
 		{"app.js", "VideoDecoder"},
+		{"app.js", "requestVideoFrameCallback"},
+		{"app.js", "'whep/'"},
 		{"stamp.js", "ReplenishStamp"},
 		{"style.css", ".panel"},
 	} {

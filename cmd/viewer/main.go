@@ -1,6 +1,8 @@
-// Command viewer receives replenish streams from senders and shows them in
-// a browser: it serves a page that decodes the video, measures
-// glass-to-glass latency from the pixels, and charts it per stream.
+// Command viewer receives replenish streams from senders (TCP, QUIC, and
+// WebRTC over WHIP at /whip) and shows them in a browser: it serves a page
+// that decodes the video, measures glass-to-glass latency from the pixels,
+// and charts it per stream, and offers each stream to the browser's own
+// WebRTC player over WHEP (/whep/<stream name>).
 package main
 
 import (
@@ -58,15 +60,21 @@ clock over UDP on that port. QUIC senders verify the viewer's certificate:
 the viewer logs its fingerprint ("tls fingerprint", sha256:...) for them to
 pin (bin/sender -transport quic -pin sha256:...).
 
+WebRTC publishers (bin/sender -transport webrtc, a browser, OBS, GStreamer's
+whipsink) publish with WHIP to http://<-http>/whip?stream=NAME, with
+"Authorization: Bearer <token>" when -token is set; VP8 only. The page's
+native player, and any WHEP player, plays a stream from
+http://<-http>/whep/NAME (the same token rule).
+
 flags:
 `)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", viewer.DefaultListen, "`host:port` where senders connect (TCP, and UDP for QUIC and clock probes)")
 	fs.StringVar(&o.http, "http", viewer.DefaultHTTP, "`host:port` of the page and the API; a non-loopback address needs -token")
-	fs.StringVar(&o.token, "token", "", "`secret` every browser and API request must carry (open the page with ?token=secret); default $"+tokenEnv)
+	fs.StringVar(&o.token, "token", "", "`secret` every browser and API request must carry (open the page with ?token=secret; WHIP and WHEP: Authorization: Bearer secret); default $"+tokenEnv)
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
-	fs.StringVar(&o.records, "records", "", "write one JSON line per frame received and per frame a page displayed to this `file` (for experiments)")
+	fs.StringVar(&o.records, "records", "", "write one JSON line per frame received and per frame a page displayed (\"native\": by its native player) to this `file` (for experiments)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` with the QUIC certificate (chain, leaf first); default a new self-signed one at each start")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` with the private key of -tls-cert")
 	fs.StringVar(&o.fingerprintFile, "fingerprint-file", "", "once listening, write the certificate's fingerprint (sha256:...) and a newline to this `file` (replaced atomically; removed at exit)")

@@ -197,7 +197,8 @@ func TestCertificateFiles(t *testing.T) {
 	}
 }
 
-// Lost frames and undecodable ones reach the records file.
+// Lost frames, undecodable ones and frames the native player displayed
+// reach the records file.
 func TestRecordLines(t *testing.T) {
 	at := time.UnixMicro(1_700_000_000_000_001)
 	for _, tc := range []struct {
@@ -209,6 +210,9 @@ func TestRecordLines(t *testing.T) {
 			`{"kind":"lost","stream":2,"frame":0,"name":"s","received_us":1700000000000001,"lost_frames":1,"reason":"reset"}`},
 		{"undecodable", viewer.Record{Kind: viewer.RecordReceived, Stream: 2, Frame: 9, Name: "s", Received: at, Bytes: 10, Undecodable: true},
 			`{"kind":"received","stream":2,"frame":9,"name":"s","received_us":1700000000000001,"bytes":10,"undecodable":true}`},
+		{"native", viewer.Record{Kind: viewer.RecordDisplayed, Stream: 2, Client: 1, Native: true, Displayed: at, Capture: at.Add(-20 * time.Millisecond),
+			G2G: 20 * time.Millisecond, Decode: -1, Draw: -1},
+			`{"kind":"displayed","stream":2,"frame":0,"capture_us":1699999999980001,"client":1,"native":true,"displayed_us":1700000000000001,"g2g_ms":20}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := json.Marshal(recordLine(tc.rec))

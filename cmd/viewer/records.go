@@ -36,7 +36,7 @@ func recordLine(r viewer.Record) records.ViewerFrame {
 		j.LostFrames, j.Reason = r.Lost, r.LostReason.String()
 	case viewer.RecordDisplayed:
 		j.Kind = records.KindDisplayed
-		j.Client, j.DisplayedUs, j.Misread = r.Client, us(r.Displayed), r.Misread
+		j.Client, j.DisplayedUs, j.Misread, j.Native = r.Client, us(r.Displayed), r.Misread, r.Native
 		j.G2GMs, j.DecodeMs, j.DrawMs = ms(r.G2G), ms(r.Decode), ms(r.Draw)
 	}
 	return j
