@@ -17,7 +17,7 @@ func TestStampThroughCodec(t *testing.T) {
 	for _, r := range media.Ladder {
 		for _, br := range []rate.Bitrate{r.Min, r.Max} {
 			t.Run(fmt.Sprintf("%v/%v", r.Size, br), func(t *testing.T) {
-				res := ladderRun(t, r, br)
+				res := ladderRun(t, r, br, media.L1T1)
 				if res.misreads != 0 {
 					t.Fatalf("%d of %d stamps misread; first: %s", res.misreads, len(res.bytes), res.firstBad)
 				}
@@ -78,13 +78,13 @@ const (
 func TestRateControl(t *testing.T) {
 	for _, r := range media.Ladder {
 		t.Run(r.Size.String()+"/max", func(t *testing.T) {
-			got := ladderRun(t, r, r.Max).rate(30, 30)
+			got := ladderRun(t, r, r.Max, media.L1T1).rate(30, 30)
 			if float64(got) < maxFloor*float64(r.Max) {
 				t.Fatalf("output %v at target %v: below %.2f of it", got, r.Max, maxFloor)
 			}
 		})
 		t.Run(r.Size.String()+"/min", func(t *testing.T) {
-			got := ladderRun(t, r, r.Min).rate(30, 30)
+			got := ladderRun(t, r, r.Min, media.L1T1).rate(30, 30)
 			if float64(got) > minCeil*float64(r.Min) {
 				t.Fatalf("output %v at target %v: above %.2f of it", got, r.Min, minCeil)
 			}
