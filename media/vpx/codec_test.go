@@ -94,8 +94,8 @@ func TestRateControl(t *testing.T) {
 
 // TestFrameDurations encodes frames captured at irregular intervals, as the
 // sender does when invitations are scarce, and requires the output bitrate
-// over real time to track the target: the encoder must tell rate control how
-// long each frame really lasted.
+// over real time to track the target, with and without temporal layers: the
+// encoder must tell rate control how long each frame really lasted.
 func TestFrameDurations(t *testing.T) {
 	tests := []struct {
 		name string
@@ -108,46 +108,61 @@ func TestFrameDurations(t *testing.T) {
 	sz := media.Size{W: 640, H: 360}
 	target := 800 * rate.Kbps
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: target})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer enc.Close()
-			f := media.NewFrame(sz)
-			tick := 0
-			var bytes int
-			var from time.Time
-			for i := range 60 {
-				tick += tt.gaps[i%len(tt.gaps)]
-				capture := t0.Add(time.Duration(tick) * time.Second / 30)
-				media.Render(f, capture, uint64(tick), "test")
-				ef, err := enc.Encode(f, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				switch {
-				case i == 19:
-					from = capture
-				case i > 19:
-					bytes += len(ef.Data)
-				}
-			}
-			got := rate.Bitrate(float64(bytes) * 8 / f.Capture.Sub(from).Seconds())
-			t.Logf("output %v over real time at target %v", got, target)
-			if got < target*7/10 || got > target*13/10 {
-				t.Fatalf("output %v over real time at target %v", got, target)
-			}
-		})
+		for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+			t.Run(tt.name+"/"+mode.String(), func(t *testing.T) {
+				frameDurations(t, media.EncoderConfig{Size: sz, Bitrate: target, Scalability: mode}, tt.gaps)
+			})
+		}
+	}
+}
+
+// frameDurations encodes 60 frames for TestFrameDurations, captured gaps
+// ticks of 1/30 s apart (cycled), and checks the bitrate over real time.
+func frameDurations(t *testing.T, cfg media.EncoderConfig, gaps []int) {
+	enc, err := NewEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	f := media.NewFrame(cfg.Size)
+	tick := 0
+	var bytes int
+	var from time.Time
+	for i := range 60 {
+		tick += gaps[i%len(gaps)]
+		capture := t0.Add(time.Duration(tick) * time.Second / 30)
+		media.Render(f, capture, uint64(tick), "test")
+		ef, err := enc.Encode(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case i == 19:
+			from = capture
+		case i > 19:
+			bytes += len(ef.Data)
+		}
+	}
+	got := rate.Bitrate(float64(bytes) * 8 / f.Capture.Sub(from).Seconds())
+	t.Logf("output %v over real time at target %v", got, cfg.Bitrate)
+	if got < cfg.Bitrate*7/10 || got > cfg.Bitrate*13/10 {
+		t.Fatalf("output %v over real time at target %v", got, cfg.Bitrate)
 	}
 }
 
 // TestSetBitrate changes the target mid-stream and requires the output to
-// follow it in both directions from the next frame on.
+// follow it in both directions from the next frame on, with and without
+// temporal layers.
 func TestSetBitrate(t *testing.T) {
+	for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+		t.Run(mode.String(), func(t *testing.T) { setBitrate(t, mode) })
+	}
+}
+
+func setBitrate(t *testing.T, mode media.Scalability) {
 	sz := media.Size{W: 640, H: 360}
 	lo, hi := 500*rate.Kbps, 2500*rate.Kbps
-	enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: lo})
+	enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: lo, Scalability: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
