@@ -21,10 +21,11 @@ import (
 )
 
 // vp8Sender streams real VP8 from package media/vpx over fs: the synthetic
-// picture with the capture time in its pixels, at fps, answering keyframe
-// requests, and reporting its timings like the real sender.
+// picture with the capture time in its pixels, at fps, in three temporal
+// layers with each frame's layer in its payload descriptors, answering
+// keyframe requests, and reporting its timings like the real sender.
 func vp8Sender(ctx context.Context, fs *fakeSender, name string, size media.Size, fps int) error {
-	enc, err := vpx.NewEncoder(media.EncoderConfig{Size: size, FPS: fps})
+	enc, err := vpx.NewEncoder(media.EncoderConfig{Size: size, FPS: fps, Scalability: media.L1T3})
 	if err != nil {
 		return err
 	}
@@ -46,8 +47,11 @@ func vp8Sender(ctx context.Context, fs *fakeSender, name string, size media.Size
 			return err
 		}
 		writeStart := time.Now()
-		rtpTS, err := fs.sendFrame(ef.Data, capture)
+		pkts, rtpTS, err := fs.pk.PacketizeLayer(ef.Data, capture, framer.Layer(ef.Layer))
 		if err != nil {
+			return err
+		}
+		if err := fs.write(pkts...); err != nil {
 			return nil // the viewer went away
 		}
 		left := time.Now()
