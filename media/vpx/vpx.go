@@ -2,9 +2,9 @@
 // The encoder is set up for low latency (realtime deadline, no lag, CBR, no
 // frame dropping, error resilient, keyframes only on request), takes new
 // targets from the next frame on, and can make three temporal layers
-// (media.L1T3). It is the one package of replenish that
-// needs cgo and libvpx; everything else names encoders through the types in
-// package media and the interface package sender defines.
+// (media.L1T3). It is the one package of replenish that needs cgo and
+// libvpx; everything else names encoders through the types in package media
+// and the interface package sender defines.
 package vpx
 
 /*
@@ -50,9 +50,13 @@ static void rp_set_layer_rates(vpx_codec_enc_cfg_t *c, unsigned kbps) {
 // updates LAST only; TL1 references LAST and updates GF; TL2 updates
 // nothing and references LAST, and GF as well unless it is a sync frame.
 // So every frame references only frames of its own layer or lower ones,
-// the sync frames only TL0, and a TL2 frame nothing of an earlier period.
-// The entropy context is not carried over from upper layers (error
-// resilient mode already resets it after every frame).
+// the sync frames only TL0, no frame above TL0 anything older than the
+// latest TL0 frame, and nothing references a TL2 frame. (The example's
+// mode 6 lets TL1 and TL2 frames reference their layer's frames of earlier
+// periods through GF and ARF: then only a keyframe would let a receiver
+// that missed some take a layer up again.) Upper layers leave the entropy
+// context alone (error resilient mode already resets it after every
+// frame).
 static vpx_enc_frame_flags_t rp_layer_flags(int tid, int sync) {
 	vpx_enc_frame_flags_t f = VP8_EFLAG_NO_REF_ARF | VP8_EFLAG_NO_UPD_ARF;
 	switch (tid) {
@@ -389,10 +393,9 @@ func (e *Encoder) Size() media.Size { return e.size }
 func (e *Encoder) Bitrate() rate.Bitrate { return e.bitrate }
 
 // SetBitrate changes the target bitrate from the next frame on, split
-// between temporal layers as at the start. It returns
-// an error wrapping media.ErrBitrate if b is outside [media.MinBitrate,
-// media.MaxBitrate], media.ErrClosed after Close, or ErrCodec if libvpx
-// refuses it.
+// between temporal layers as at the start. It returns an error wrapping
+// media.ErrBitrate if b is outside [media.MinBitrate, media.MaxBitrate],
+// media.ErrClosed after Close, or ErrCodec if libvpx refuses it.
 func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 	if e.c == nil {
 		return media.ErrClosed
