@@ -36,6 +36,11 @@ type Frame struct {
 	// FirstSeq is the RTP sequence number of the frame's first packet; its
 	// packets are numbered FirstSeq to FirstSeq+Packets-1 (modulo 2^16).
 	FirstSeq uint16
+	// Layer is the frame's temporal layer from the payload descriptor of
+	// its first packet: Present only if that descriptor had both the T
+	// and the L bit (TID, Y and TL0PICIDX); the zero Layer otherwise, as
+	// for a stream without temporal layers.
+	Layer Layer
 }
 
 // AssemblerStats counts what an Assembler has seen since it was created.
@@ -54,7 +59,9 @@ type AssemblerStats struct {
 // and ends at the packet with the marker bit. A gap in sequence numbers, a
 // change of timestamp or SSRC inside a frame, or a frame over the size
 // limit discards the partial frame; the Assembler then waits for the next
-// frame start. An Assembler is not safe for concurrent use.
+// frame start. Each frame carries the temporal layer its first packet's
+// payload descriptor gives (Frame.Layer). An Assembler is not safe for
+// concurrent use.
 type Assembler struct {
 	maxFrameSize int
 	stats        AssemblerStats
@@ -69,6 +76,7 @@ type Assembler struct {
 	firstSeq uint16
 	lastSeq  uint16
 	capture  time.Time
+	layer    Layer
 	packets  int
 	buf      []byte
 	lastLen  int // size of the previous complete frame, to size buf
@@ -125,6 +133,7 @@ func (a *Assembler) Push(pkt []byte) (*Frame, error) {
 		}
 		a.active = true
 		a.ssrc, a.ts, a.capture, a.firstSeq = h.SSRC, h.Timestamp, capture, h.SequenceNumber
+		a.layer = layerOf(&a.desc)
 		a.packets = 0
 		if a.buf == nil {
 			a.buf = make([]byte, 0, min(a.lastLen+a.lastLen/4, a.maxFrameSize))
@@ -164,7 +173,17 @@ func (a *Assembler) Push(pkt []byte) (*Frame, error) {
 		Data:      data,
 		Packets:   a.packets,
 		FirstSeq:  a.firstSeq,
+		Layer:     a.layer,
 	}, nil
+}
+
+// layerOf returns the temporal layer a parsed payload descriptor carries:
+// the zero Layer unless it has both TID (T) and TL0PICIDX (L).
+func layerOf(d *codecs.VP8Packet) Layer {
+	if d.T != 1 || d.L != 1 {
+		return Layer{}
+	}
+	return Layer{Present: true, TID: d.TID, Sync: d.Y == 1, TL0PicIdx: d.TL0PICIDX}
 }
 
 // Stats returns the Assembler's counters.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+	"github.com/pion/rtp/codecs"
 )
 
 // framedStream returns packets as one RFC 4571 stream, the form
@@ -25,11 +27,19 @@ func framedStream(t testing.TB, pkts ...[]byte) []byte {
 	return out
 }
 
-func seedStream(t testing.TB) [][]byte {
+// seedStream returns the packets of three frames, with temporal layers if
+// layered.
+func seedStream(t testing.TB, layered bool) [][]byte {
 	p := NewPacketizer(PacketizerConfig{SSRC: 1, MaxPacketSize: 64})
+	p.pictureID = 0x7FFE
 	var pkts [][]byte
+	layers := []Layer{{Present: true, TL0PicIdx: 255}, {Present: true, TID: 2, Sync: true, TL0PicIdx: 255}, {Present: true, TID: 1, TL0PicIdx: 255}}
 	for i, f := range [][]byte{vp8Frame(true, 16, 16, 100, 0), vp8Frame(false, 0, 0, 10, 1), vp8Frame(false, 0, 0, 40, 2)} {
-		fp, _, err := p.Packetize(f, testEpoch.Add(time.Duration(i)*time.Millisecond))
+		var l Layer
+		if layered {
+			l = layers[i]
+		}
+		fp, _, err := p.PacketizeLayer(f, testEpoch.Add(time.Duration(i)*time.Millisecond), l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,9 +50,12 @@ func seedStream(t testing.TB) [][]byte {
 
 // FuzzAssembler feeds the Assembler a sequence of packets, read from the
 // input as an RFC 4571 stream, and checks that whatever comes out is a
-// well-formed frame within the size limit.
+// well-formed frame within the size limit, with a well-formed layer.
 func FuzzAssembler(f *testing.F) {
-	pkts := seedStream(f)
+	pkts := seedStream(f, false)
+	layered := seedStream(f, true)
+	f.Add(framedStream(f, layered...))
+	f.Add(framedStream(f, layered[2:]...))
 	f.Add(framedStream(f, pkts...))
 	f.Add(framedStream(f, pkts[1:]...))
 	f.Add(framedStream(f, slices.Concat(pkts[:2], pkts[3:])...))
@@ -77,6 +90,9 @@ func FuzzAssembler(f *testing.F) {
 			key, w, h, err := ParseVP8Header(fr.Data)
 			if err != nil || key != fr.Key || w != fr.Width || h != fr.Height {
 				t.Fatalf("frame header %v %dx%d (%v) disagrees with %+v", key, w, h, err, fr)
+			}
+			if l := fr.Layer; l.TID > maxTID || !l.Present && l != (Layer{}) {
+				t.Fatalf("layer %+v", l)
 			}
 			got = append(got, fr)
 			copies = append(copies, slices.Clone(fr.Data))
@@ -264,20 +280,31 @@ func FuzzParseVP8Header(f *testing.F) {
 	})
 }
 
-// FuzzPacketizeRoundTrip checks that any frame, at any packet size, comes
-// out of the Assembler as it went into the Packetizer, or is rejected for
-// the same reason ParseVP8Header rejects it.
+// FuzzPacketizeRoundTrip checks that any frame, at any packet size, with
+// any layer and PictureID, comes out of the Assembler as it went into the
+// Packetizer, layer included, or is rejected for the same reason
+// ParseVP8Header rejects it.
 func FuzzPacketizeRoundTrip(f *testing.F) {
-	f.Add(vp8Frame(true, 32, 32, 300, 0), uint16(100))
-	f.Add(vp8Frame(false, 0, 0, 3, 0), uint16(33))
-	f.Add([]byte{0}, uint16(1200))
-	f.Add(readVP8(f, "key-48x32.vp8"), uint16(300))
-	f.Fuzz(func(t *testing.T, frame []byte, size uint16) {
+	f.Add(vp8Frame(true, 32, 32, 300, 0), uint16(100), false, uint8(0), false, uint8(0), uint16(0))
+	f.Add(vp8Frame(false, 0, 0, 3, 0), uint16(33), false, uint8(0), false, uint8(0), uint16(0x7FFF))
+	f.Add(vp8Frame(false, 0, 0, 3, 0), uint16(35), true, uint8(2), true, uint8(255), uint16(0x7FFF))
+	f.Add(vp8Frame(false, 0, 0, 90, 0), uint16(40), true, uint8(1), false, uint8(0), uint16(0x80))
+	f.Add([]byte{0}, uint16(1200), true, uint8(0), false, uint8(7), uint16(1))
+	f.Add(readVP8(f, "key-48x32.vp8"), uint16(300), true, uint8(0), false, uint8(128), uint16(0x7F))
+	f.Fuzz(func(t *testing.T, frame []byte, size uint16, present bool, tid uint8, sync bool, tl0 uint8, picID uint16) {
+		l := Layer{Present: present, TID: tid & 3, Sync: sync, TL0PicIdx: tl0}
+		minSize := uint16(33)
+		if !present {
+			l = Layer{}
+		} else {
+			minSize = 35
+		}
 		p := NewPacketizer(PacketizerConfig{SSRC: 3, MaxPacketSize: int(size)})
-		pkts, ts, err := p.Packetize(frame, testEpoch)
+		p.pictureID = picID & 0x7FFF
+		pkts, ts, err := p.PacketizeLayer(frame, testEpoch, l)
 		if err != nil {
-			if len(frame) > 0 && (size == 0 || size >= 33) {
-				t.Fatalf("Packetize: %v", err)
+			if len(frame) > 0 && (size == 0 || size >= minSize) {
+				t.Fatalf("PacketizeLayer: %v", err)
 			}
 			return
 		}
@@ -290,6 +317,14 @@ func FuzzPacketizeRoundTrip(f *testing.F) {
 			if len(b) > limit {
 				t.Fatalf("packet %d: %d bytes, limit %d", i, len(b), limit)
 			}
+			var q rtp.Packet
+			var d codecs.VP8Packet
+			if err := q.Unmarshal(b); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Unmarshal(q.Payload); err != nil || d.PictureID != picID&0x7FFF {
+				t.Fatalf("packet %d: PictureID %d (%v), want %d", i, d.PictureID, err, picID&0x7FFF)
+			}
 			fr, err := a.Push(b)
 			if i < len(pkts)-1 {
 				if fr != nil || err != nil {
@@ -301,8 +336,8 @@ func FuzzPacketizeRoundTrip(f *testing.F) {
 			if (err != nil) != (wantErr != nil) {
 				t.Fatalf("Push: %v; ParseVP8Header: %v", err, wantErr)
 			}
-			if err == nil && (fr == nil || !bytes.Equal(fr.Data, frame) || fr.Timestamp != ts || !fr.Capture.Equal(testEpoch)) {
-				t.Fatalf("frame %+v not the one sent", fr)
+			if err == nil && (fr == nil || !bytes.Equal(fr.Data, frame) || fr.Timestamp != ts || !fr.Capture.Equal(testEpoch) || fr.Layer != l) {
+				t.Fatalf("frame %+v not the one sent (layer %+v)", fr, l)
 			}
 		}
 	})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pion/rtp"
-	"github.com/pion/rtp/codecs"
 )
 
 // RTP parameters of the media stream.
@@ -27,10 +26,47 @@ const (
 	ClockRate = 90000
 )
 
-// vp8DescriptorSize is the size of the VP8 payload descriptor the
-// packetizer writes: the required octet, the X octet and a 15-bit
-// PictureID.
-const vp8DescriptorSize = 4
+// Sizes of the VP8 payload descriptor the packetizer writes (RFC 7741
+// section 4.2): the required octet, the X octet and a 15-bit PictureID,
+// then for a frame with a Layer the TL0PICIDX octet and the TID/Y/KEYIDX
+// octet.
+const (
+	vp8DescriptorSize      = 4
+	vp8LayerDescriptorSize = 6
+)
+
+// Bits of the VP8 payload descriptor (RFC 7741 section 4.2).
+const (
+	vp8X     = 0x80 // required octet: extended control bits present
+	vp8S     = 0x10 // required octet: start of a partition
+	vp8I     = 0x80 // X octet: PictureID present
+	vp8L     = 0x40 // X octet: TL0PICIDX present
+	vp8T     = 0x20 // X octet: TID (and Y) present
+	vp8M     = 0x80 // first PictureID octet: 15-bit PictureID
+	vp8Y     = 0x20 // TID/Y/KEYIDX octet: layer sync
+	maxTID   = 3    // TID is two bits
+	picIDMax = 0x7FFF
+)
+
+// Layer is a frame's place in a temporally layered stream, as the VP8
+// payload descriptor carries it (RFC 7741: the T and L bits, TID, Y and
+// TL0PICIDX). The zero value means the descriptor carries none. It has
+// the fields of media.Layer, so one converts to the other.
+type Layer struct {
+	// Present says the descriptor carries TID, Y and TL0PICIDX (T and L
+	// set); the other fields are zero when it is false.
+	Present bool
+	// TID is the temporal layer, 0 (the base layer) to 3. A frame
+	// depends only on frames of its own layer or lower ones.
+	TID uint8
+	// Sync is the Y bit: the frame depends only on base layer (TID 0)
+	// frames, so a receiver can start taking this layer at it.
+	Sync bool
+	// TL0PicIdx is TL0PICIDX: one more (modulo 256) at each base layer
+	// frame; a frame with TID > 0 carries the index of the base layer
+	// frame it follows.
+	TL0PicIdx uint8
+}
 
 // Errors returned by the Packetizer.
 var (
@@ -38,6 +74,7 @@ var (
 	ErrBadCaptureTime   = errors.New("framer: capture time before the Unix epoch")
 	ErrBadPacketSize    = errors.New("framer: maximum packet size out of range")
 	ErrBadPayloadType   = errors.New("framer: payload type out of range")
+	ErrBadLayer         = errors.New("framer: temporal layer out of range")
 	errPacketizeMarshal = errors.New("framer: marshalling RTP header")
 )
 
@@ -56,11 +93,13 @@ type PacketizerConfig struct {
 // Packetizer splits VP8 frames into RTP packets (RFC 7741) of one stream.
 // Sequence numbers continue across frames, RTP timestamps follow the
 // capture times at 90 kHz, and every packet carries the capture time in the
-// abs-capture-time header extension. A Packetizer is not safe for
-// concurrent use.
+// abs-capture-time header extension. Each packet's VP8 payload descriptor
+// carries a 15-bit PictureID, one more at each frame, and the frame's
+// temporal layer if it has one. A Packetizer is not safe for concurrent
+// use.
 type Packetizer struct {
 	cfg       PacketizerConfig
-	payloader codecs.VP8Payloader
+	pictureID uint16 // of the next frame
 	seq       uint16
 	tsBase    uint32 // RTP timestamp of tick 0
 
@@ -82,16 +121,23 @@ func NewPacketizer(cfg PacketizerConfig) *Packetizer {
 		cfg.MaxPacketSize = DefaultRTPPacketSize
 	}
 	return &Packetizer{
-		cfg:       cfg,
-		payloader: codecs.VP8Payloader{EnablePictureID: true},
-		seq:       uint16(rand.Uint32()),
-		tsBase:    rand.Uint32(),
+		cfg:    cfg,
+		seq:    uint16(rand.Uint32()),
+		tsBase: rand.Uint32(),
 	}
 }
 
-// Packetize splits one encoded VP8 frame, captured at capture, into
-// marshalled RTP packets of at most the configured size, and returns them
-// with the frame's RTP timestamp. The last packet carries the marker bit.
+// Packetize splits one encoded VP8 frame without temporal layers, captured
+// at capture; see PacketizeLayer.
+func (p *Packetizer) Packetize(frame []byte, capture time.Time) ([][]byte, uint32, error) {
+	return p.PacketizeLayer(frame, capture, Layer{})
+}
+
+// PacketizeLayer splits one encoded VP8 frame, captured at capture, of
+// temporal layer layer (the zero Layer for none) into marshalled RTP packets
+// of at most the configured size, and returns them with the frame's RTP
+// timestamp. The last packet carries the marker bit; every packet carries
+// the layer in its payload descriptor.
 //
 // The RTP timestamp is the capture time at 90 kHz, relative to the first
 // frame of this Packetizer. It strictly increases from frame to frame: a
@@ -100,12 +146,71 @@ func NewPacketizer(cfg PacketizerConfig) *Packetizer {
 // previous one (the clock stepped back), later frames count on from that
 // frame's timestamp.
 //
-// Packetize returns ErrEmptyFrame for an empty frame, ErrBadCaptureTime for
-// a capture time before 1970, and ErrBadPacketSize or ErrBadPayloadType for
-// an invalid configuration; on error the Packetizer's state is unchanged.
-func (p *Packetizer) Packetize(frame []byte, capture time.Time) ([][]byte, uint32, error) {
+// PacketizeLayer returns ErrEmptyFrame for an empty frame,
+// ErrBadCaptureTime for a capture time before 1970, ErrBadLayer for a TID
+// over 3 or layer fields set without Present, and ErrBadPacketSize or
+// ErrBadPayloadType for an invalid configuration; on error the
+// Packetizer's state is unchanged.
+func (p *Packetizer) PacketizeLayer(frame []byte, capture time.Time, layer Layer) ([][]byte, uint32, error) {
+	hdr, err := p.header(capture)
+	if err != nil {
+		return nil, 0, err
+	}
+	hdrSize := hdr.MarshalSize()
+	descSize := vp8DescriptorSize
+	if layer.Present {
+		descSize = vp8LayerDescriptorSize
+	}
+	if minSize := hdrSize + descSize + 1; p.cfg.MaxPacketSize < minSize || p.cfg.MaxPacketSize > MaxPacketSize {
+		return nil, 0, fmt.Errorf("%w: %d bytes (want %d to %d)", ErrBadPacketSize, p.cfg.MaxPacketSize, minSize, MaxPacketSize)
+	}
+	switch {
+	case len(frame) == 0:
+		return nil, 0, ErrEmptyFrame
+	case capture.Before(time.Unix(0, 0)):
+		return nil, 0, fmt.Errorf("%w: %v", ErrBadCaptureTime, capture)
+	case layer.TID > maxTID || !layer.Present && layer != (Layer{}):
+		return nil, 0, fmt.Errorf("%w: %+v", ErrBadLayer, layer)
+	}
+
+	ticks := p.ticks(capture)
+	hdr.Timestamp = p.tsBase + uint32(ticks)
+	desc := p.descriptor(layer)
+	perPacket := p.cfg.MaxPacketSize - hdrSize - descSize
+	n := (len(frame) + perPacket - 1) / perPacket
+	// One backing array for the whole frame: one allocation, not one per
+	// packet.
+	buf := make([]byte, n*(hdrSize+descSize)+len(frame))
+	pkts := make([][]byte, n)
+	for i := range n {
+		chunk := frame[:min(perPacket, len(frame))]
+		frame = frame[len(chunk):]
+		hdr.SequenceNumber = p.seq + uint16(i)
+		hdr.Marker = i == n-1
+		size := hdrSize + descSize + len(chunk)
+		out := buf[:size:size]
+		buf = buf[size:]
+		if _, err := hdr.MarshalTo(out); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", errPacketizeMarshal, err)
+		}
+		copy(out[hdrSize:], desc)
+		if i > 0 {
+			out[hdrSize] &^= vp8S
+		}
+		copy(out[hdrSize+descSize:], chunk)
+		pkts[i] = out
+	}
+	p.seq += uint16(n)
+	p.pictureID = (p.pictureID + 1) & picIDMax
+	p.commitTicks(capture, ticks)
+	return pkts, hdr.Timestamp, nil
+}
+
+// header returns the RTP header every packet of a frame captured at
+// capture starts from, with the abs-capture-time extension.
+func (p *Packetizer) header(capture time.Time) (rtp.Header, error) {
 	if p.cfg.PayloadType > 127 {
-		return nil, 0, fmt.Errorf("%w: %d", ErrBadPayloadType, p.cfg.PayloadType)
+		return rtp.Header{}, fmt.Errorf("%w: %d", ErrBadPayloadType, p.cfg.PayloadType)
 	}
 	hdr := rtp.Header{
 		Version:     2,
@@ -114,52 +219,29 @@ func (p *Packetizer) Packetize(frame []byte, capture time.Time) ([][]byte, uint3
 	}
 	ext, err := rtp.NewAbsCaptureTimeExtension(capture).Marshal()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", errPacketizeMarshal, err)
+		return rtp.Header{}, fmt.Errorf("%w: %w", errPacketizeMarshal, err)
 	}
 	if err := hdr.SetExtensionWithProfile(AbsCaptureTimeID, ext, rtp.ExtensionProfileOneByte); err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", errPacketizeMarshal, err)
+		return rtp.Header{}, fmt.Errorf("%w: %w", errPacketizeMarshal, err)
 	}
-	hdrSize := hdr.MarshalSize()
-	if minSize := hdrSize + vp8DescriptorSize + 1; p.cfg.MaxPacketSize < minSize || p.cfg.MaxPacketSize > MaxPacketSize {
-		return nil, 0, fmt.Errorf("%w: %d bytes (want %d to %d)", ErrBadPacketSize, p.cfg.MaxPacketSize, minSize, MaxPacketSize)
-	}
-	switch {
-	case len(frame) == 0:
-		return nil, 0, ErrEmptyFrame
-	case capture.Before(time.Unix(0, 0)):
-		return nil, 0, fmt.Errorf("%w: %v", ErrBadCaptureTime, capture)
-	}
+	return hdr, nil
+}
 
-	ticks := p.ticks(capture)
-	hdr.Timestamp = p.tsBase + uint32(ticks)
-
-	payloads := p.payloader.Payload(uint16(p.cfg.MaxPacketSize-hdrSize), frame)
-	total := 0
-	for _, pl := range payloads {
-		total += hdrSize + len(pl)
+// descriptor returns the VP8 payload descriptor of the next frame's first
+// packet: S set, partition index 0, the 15-bit PictureID and, if the frame
+// has a layer, TL0PICIDX and TID/Y (KEYIDX is not used). Later packets
+// differ only in S.
+func (p *Packetizer) descriptor(l Layer) []byte {
+	d := []byte{vp8X | vp8S, vp8I, vp8M | byte(p.pictureID>>8), byte(p.pictureID)}
+	if !l.Present {
+		return d
 	}
-	// One backing array for the whole frame: one allocation, not one per
-	// packet.
-	buf := make([]byte, total)
-	pkts := make([][]byte, len(payloads))
-	seq := p.seq
-	for i, pl := range payloads {
-		hdr.SequenceNumber = seq
-		hdr.Marker = i == len(payloads)-1
-		size := hdrSize + len(pl)
-		out := buf[:size:size]
-		buf = buf[size:]
-		n, err := hdr.MarshalTo(out)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", errPacketizeMarshal, err)
-		}
-		copy(out[n:], pl)
-		pkts[i] = out
-		seq++
+	d[1] |= vp8L | vp8T
+	tid := l.TID << 6
+	if l.Sync {
+		tid |= vp8Y
 	}
-	p.seq = seq
-	p.commitTicks(capture, ticks)
-	return pkts, hdr.Timestamp, nil
+	return append(d, l.TL0PicIdx, tid)
 }
 
 // ticks returns the 90 kHz tick for a frame captured at capture: the

@@ -1,5 +1,6 @@
 // Package framer turns encoded video into packets and back: RTP with VP8
-// payload (RFC 7741) and the abs-capture-time header extension, RTCP
+// payload (RFC 7741, with the temporal layer of each frame: Layer) and the
+// abs-capture-time header extension, RTCP
 // feedback and sender reports, and the framing every transport uses: RFC
 // 4571 over TCP (AppendFramed; Reader, or Deframer for non-blocking reads)
 // and RoQ over QUIC, RTP over QUIC streams and datagrams

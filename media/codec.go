@@ -41,6 +41,8 @@ type EncoderConfig struct {
 	Size    Size         // picture size; required, must pass Size.Check
 	Bitrate rate.Bitrate // initial target; zero means the nearest rung's Default
 	FPS     int          // nominal frame rate for rate control, frames per second; 0 means 30
+	// Scalability is the temporal layering; zero means L1T1 (none).
+	Scalability Scalability
 }
 
 // EncodedFrame is one compressed frame.
@@ -49,6 +51,7 @@ type EncodedFrame struct {
 	Key        bool      // a keyframe
 	Size       Size      // picture size
 	Start, End time.Time // when the encode call started and returned
+	Layer      Layer     // the frame's temporal layer; zero without layers
 }
 
 // MaxFrameInterval caps the duration an encoder's rate control is told a

@@ -2,8 +2,9 @@
 // that renders pictures on its own clock, the pixel timestamp ("stamp") that
 // carries each picture's capture time to the viewer, and the resolution
 // ladder the sender climbs. It also holds what every encoder shares
-// ([EncoderConfig], [EncodedFrame], the bitrate range and the errors that
-// are no codec library's own), so that code naming encoders needs no cgo.
+// ([EncoderConfig], [EncodedFrame], the bitrate range, the temporal layer
+// pattern [Layering] and the errors that are no codec library's own), so
+// that code naming encoders needs no cgo.
 // The VP8 encoder and decoder (libvpx through cgo) are in package media/vpx;
 // package media/fakecodec has a stand-in encoder for tests.
 //

@@ -54,6 +54,10 @@ type Config struct {
 	SSRC  uint32 // zero means random
 	// MinKeyframeGap rate-limits requested keyframes; zero means 500 ms.
 	MinKeyframeGap time.Duration
+	// Scalability is the encoder's temporal layering; zero means L1T1
+	// (none). With media.L1T3 every frame's layer goes in its RTP payload
+	// descriptor, so that a relay can drop the upper layers.
+	Scalability media.Scalability
 	// OnFrame, if set, receives each frame's record once its departure is
 	// known (or known to be unknown). It is called with the Sender's lock
 	// held and must not call back into the Sender.
@@ -188,6 +192,9 @@ func New(cfg Config) (*Sender, error) {
 		if err := framer.ValidateStreamName(cfg.Mode); err != nil {
 			return nil, fmt.Errorf("sender: mode text: %w", err)
 		}
+	}
+	if err := cfg.Scalability.Check(); err != nil {
+		return nil, fmt.Errorf("sender: %w", err)
 	}
 	if cfg.Start == 0 {
 		cfg.Start = 500 * rate.Kbps
@@ -345,7 +352,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	if err != nil {
 		return fmt.Errorf("sender: encode: %w", err)
 	}
-	mpkts, ts, err := s.pkt.Packetize(ef.Data, capture)
+	mpkts, ts, err := s.pkt.PacketizeLayer(ef.Data, capture, framer.Layer(ef.Layer))
 	if err != nil {
 		return fmt.Errorf("sender: packetize: %w", err)
 	}
@@ -383,7 +390,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 // The encoder re-initialises itself when the frame size changes.
 func (s *Sender) ensureEncoder(size media.Size, b rate.Bitrate) error {
 	if s.enc == nil {
-		enc, err := s.cfg.NewEncoder(media.EncoderConfig{Size: size, Bitrate: b, FPS: s.cfg.FPS})
+		enc, err := s.cfg.NewEncoder(media.EncoderConfig{Size: size, Bitrate: b, FPS: s.cfg.FPS, Scalability: s.cfg.Scalability})
 		if err != nil {
 			return fmt.Errorf("sender: %w", err)
 		}

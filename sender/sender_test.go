@@ -301,3 +301,40 @@ func TestRungFrameRate(t *testing.T) {
 		}
 	})
 }
+
+// With temporal layers each frame's layer reaches the wire in its payload
+// descriptor, in the encoder's pattern, which a keyframe restarts; without
+// them frames carry none.
+func TestTemporalLayers(t *testing.T) {
+	for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+		t.Run(mode.String(), func(t *testing.T) {
+			bubble(t, Config{Scalability: mode, MinKeyframeGap: time.Millisecond}, func(s *Sender, src *media.Source, f *fakeTransport) {
+				for i := range 11 {
+					if i == 6 {
+						s.RequestKeyframe()
+					}
+					f.invite <- transport.Invitation{DrainRate: rate.Mbps}
+					synctest.Wait()
+					time.Sleep(40 * time.Millisecond)
+				}
+				frames, _ := f.frames(t)
+				ref := media.NewLayeringAt(mode, frames[0].Layer.TL0PicIdx)
+				for i, fr := range frames {
+					if fr.Key != (i == 0 || i == 6) {
+						t.Fatalf("frame %d: key %v", i, fr.Key)
+					}
+					if want := framer.Layer(ref.Next(fr.Key)); fr.Layer != want {
+						t.Fatalf("frame %d: layer %+v, want %+v", i, fr.Layer, want)
+					}
+				}
+				if mode == media.L1T3 && frames[6].Layer.TID != 0 {
+					t.Fatalf("keyframe in layer %d", frames[6].Layer.TID)
+				}
+			})
+		})
+	}
+	_, err := New(Config{Source: media.NewSource(media.SourceConfig{}), NewEncoder: NewEncoderOf(fakecodec.NewEncoder), Scalability: 9})
+	if !errors.Is(err, media.ErrScalability) {
+		t.Errorf("New with an unknown mode: %v", err)
+	}
+}

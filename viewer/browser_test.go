@@ -96,3 +96,74 @@ func TestBrowserStampReader(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserFrameHeader checks the page's frame header parser against
+// FrameHeader.Append: every field, temporal layers included, and a header
+// that is not version 1 refused.
+func TestBrowserFrameHeader(t *testing.T) {
+	ctx := newBrowser(t)
+	ts := startServer(t, nil)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.url("/"))); err != nil {
+		t.Fatal(err)
+	}
+	type parsed struct {
+		Key, OffsetKnown, Layered, LayerSync      bool
+		TID, Stream, Frame, RTPTimestamp          int64
+		Width, Height                             int
+		CaptureMs, ReceivedMs, OffsetMs, DataSize float64
+	}
+	base := FrameHeader{
+		Stream: 3, Frame: 1<<32 - 1, RTPTimestamp: 0xDEADBEEF, Width: 1280, Height: 720, SSRC: 9,
+		Capture: time.UnixMicro(1_764_000_000_123_000), Received: time.UnixMicro(1_764_000_000_150_500),
+		ClockOffset: -2500 * time.Microsecond,
+	}
+	var cases []FrameHeader
+	for i, l := range []struct {
+		layered bool
+		tid     uint8
+		sync    bool
+	}{{false, 0, false}, {true, 0, false}, {true, 1, true}, {true, 2, true}, {true, 2, false}, {true, 3, true}} {
+		h := base
+		h.Key, h.OffsetKnown = i%2 == 0, i%3 == 0
+		h.Layered, h.TID, h.LayerSync = l.layered, l.tid, l.sync
+		cases = append(cases, h)
+	}
+	for i, h := range cases {
+		data := jsBytes(append(h.Append(nil), 1, 2, 3, 4, 5))
+		expr := fmt.Sprintf(`(() => {
+			const f = window.replenish.parseFrame(new Uint8Array(%s).buffer);
+			return {key: f.key, offsetKnown: f.offsetKnown, layered: f.layered, layerSync: f.layerSync, tid: f.tid,
+				stream: f.stream, frame: f.frame, rtpTimestamp: f.rtpTimestamp, width: f.width, height: f.height,
+				captureMs: f.captureMs, receivedMs: f.receivedMs, offsetMs: f.offsetMs, dataSize: f.data.length};
+		})()`, data)
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[parsed](expr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := parsed{
+			Key: h.Key, OffsetKnown: h.OffsetKnown, Layered: h.Layered, LayerSync: h.LayerSync, TID: int64(h.TID),
+			Stream: int64(h.Stream), Frame: int64(h.Frame), RTPTimestamp: int64(h.RTPTimestamp), Width: h.Width, Height: h.Height,
+			CaptureMs: float64(h.Capture.UnixMicro()) / 1000, ReceivedMs: float64(h.Received.UnixMicro()) / 1000,
+			OffsetMs: float64(h.ClockOffset.Microseconds()) / 1000, DataSize: 5,
+		}
+		if got != want {
+			t.Errorf("header %d: page read %+v, want %+v", i, got, want)
+		}
+	}
+	v2 := cases[0].Append(nil)
+	v2[0] = 2
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(
+		`window.replenish.parseFrame(new Uint8Array(%s).buffer) === null`, jsBytes(v2)))); err != nil || !got {
+		t.Errorf("version 2 header parsed: %v, %v", got, err)
+	}
+}
+
+// jsBytes returns b as a JavaScript array literal of numbers.
+func jsBytes(b []byte) string {
+	n := make([]int, len(b))
+	for i, v := range b {
+		n[i] = int(v)
+	}
+	out, _ := json.Marshal(n)
+	return string(out)
+}

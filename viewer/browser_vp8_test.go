@@ -21,8 +21,9 @@ import (
 )
 
 // vp8Sender streams real VP8 from package media/vpx over fs: the synthetic
-// picture with the capture time in its pixels, at fps, answering keyframe
-// requests, and reporting its timings like the real sender.
+// picture with the capture time in its pixels, at fps, in three temporal
+// layers with each frame's layer in its payload descriptors, answering
+// keyframe requests, and reporting its timings like the real sender.
 func vp8Sender(ctx context.Context, fs *fakeSender, name string, size media.Size, fps int) error {
 	return vp8SenderStamped(ctx, fs, name, size, fps, true)
 }
@@ -30,7 +31,7 @@ func vp8Sender(ctx context.Context, fs *fakeSender, name string, size media.Size
 // vp8SenderStamped is vp8Sender; without stamp, the band that holds the
 // pixel timestamp is gray, as in a stream from another publisher.
 func vp8SenderStamped(ctx context.Context, fs *fakeSender, name string, size media.Size, fps int, stamp bool) error {
-	enc, err := vpx.NewEncoder(media.EncoderConfig{Size: size, FPS: fps})
+	enc, err := vpx.NewEncoder(media.EncoderConfig{Size: size, FPS: fps, Scalability: media.L1T3})
 	if err != nil {
 		return err
 	}
@@ -55,8 +56,11 @@ func vp8SenderStamped(ctx context.Context, fs *fakeSender, name string, size med
 			return err
 		}
 		writeStart := time.Now()
-		rtpTS, err := fs.sendFrame(ef.Data, capture)
+		pkts, rtpTS, err := fs.pk.PacketizeLayer(ef.Data, capture, framer.Layer(ef.Layer))
 		if err != nil {
+			return err
+		}
+		if err := fs.write(pkts...); err != nil {
 			return nil // the viewer went away
 		}
 		left := time.Now()

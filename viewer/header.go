@@ -13,7 +13,14 @@ import (
 //
 //	off size
 //	  0  u8   version (1)
-//	  1  u8   flags: bit 0 keyframe; bit 1 clock offset known
+//	  1  u8   flags: bit 0 keyframe; bit 1 clock offset known; bit 2
+//	          temporal layers: the stream has them, and bits 3 to 5 give
+//	          the frame's; bit 3 layer sync (RFC 7741's Y: the frame
+//	          depends only on base layer frames); bits 4-5 the temporal
+//	          layer (TID, 0 the base layer); bits 6-7 zero. Bits 2 to 5
+//	          are zero when bit 2 is clear. A reader ignores flag bits
+//	          it does not know, so pages from before bits 2 to 5 read
+//	          these headers unchanged.
 //	  2  u16  header length in bytes (48 in version 1); the VP8 frame
 //	          starts there, so later versions can append fields
 //	  4  u32  stream id
@@ -36,6 +43,10 @@ const (
 
 	flagKey         = 1 << 0
 	flagOffsetKnown = 1 << 1
+	flagLayered     = 1 << 2
+	flagLayerSync   = 1 << 3
+	tidShift        = 4 // the TID in bits 4-5
+	tidMask         = 3
 )
 
 // ErrBadHeader is returned by ParseFrameHeader for a message that does not
@@ -55,10 +66,17 @@ type FrameHeader struct {
 	Received     time.Time     // viewer's clock
 	ClockOffset  time.Duration // viewer's clock minus sender's
 	OffsetKnown  bool          // a sender report has given ClockOffset
+	// Layered says the stream has temporal layers, and TID and LayerSync
+	// are the frame's (framer.Layer's Present, TID and Sync); both are
+	// zero when it is false.
+	Layered   bool
+	TID       uint8 // temporal layer, 0 (base) to 3
+	LayerSync bool  // RFC 7741's Y bit
 }
 
 // Append appends the header's wire form to b. Sizes that do not fit 16
-// bits are written as 0 (unknown).
+// bits are written as 0 (unknown), and of TID only its two low bits; TID
+// and LayerSync only if Layered.
 func (h FrameHeader) Append(b []byte) []byte {
 	var flags byte
 	if h.Key {
@@ -66,6 +84,12 @@ func (h FrameHeader) Append(b []byte) []byte {
 	}
 	if h.OffsetKnown {
 		flags |= flagOffsetKnown
+	}
+	if h.Layered {
+		flags |= flagLayered | (h.TID&tidMask)<<tidShift
+		if h.LayerSync {
+			flags |= flagLayerSync
+		}
 	}
 	b = append(b, FrameHeaderVersion, flags)
 	b = binary.BigEndian.AppendUint16(b, FrameHeaderSize)
@@ -111,6 +135,11 @@ func ParseFrameHeader(msg []byte) (FrameHeader, []byte, error) {
 		Capture:      fromUnixMicro(int64(binary.BigEndian.Uint64(msg[24:]))),
 		Received:     fromUnixMicro(int64(binary.BigEndian.Uint64(msg[32:]))),
 		ClockOffset:  time.Duration(offset) * time.Microsecond,
+	}
+	if msg[1]&flagLayered != 0 {
+		h.Layered = true
+		h.TID = msg[1] >> tidShift & tidMask
+		h.LayerSync = msg[1]&flagLayerSync != 0
 	}
 	return h, msg[n:], nil
 }

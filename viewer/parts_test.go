@@ -131,6 +131,27 @@ func TestFrameHeader(t *testing.T) {
 	if err != nil || got != h || !bytes.Equal(rest, []byte{1, 2, 3}) {
 		t.Fatalf("round trip: %+v %v %v, want %+v", got, rest, err, h)
 	}
+	// Temporal layers, each TID with and without layer sync.
+	for tid := range uint8(4) {
+		for _, sync := range []bool{false, true} {
+			l := h
+			l.Layered, l.TID, l.LayerSync = true, tid, sync
+			b := l.Append(nil)
+			if want := byte(flagKey | flagOffsetKnown | flagLayered | tid<<4); sync && b[1] != want|flagLayerSync || !sync && b[1] != want {
+				t.Fatalf("TID %d sync %v: flags %08b", tid, sync, b[1])
+			}
+			if got, _, err := ParseFrameHeader(b); err != nil || got != l {
+				t.Fatalf("layered round trip: %+v %v, want %+v", got, err, l)
+			}
+		}
+	}
+	// Layer bits without the layered bit, and the reserved bits, are
+	// ignored.
+	odd := bytes.Clone(msg)
+	odd[1] |= 0xF8
+	if got, _, err := ParseFrameHeader(odd); err != nil || got != h {
+		t.Fatalf("stray flag bits: %+v %v, want %+v", got, err, h)
+	}
 	// A later version's longer header: the frame starts after it.
 	long := append([]byte(nil), msg[:FrameHeaderSize]...)
 	long[3] = FrameHeaderSize + 4
@@ -159,6 +180,7 @@ func TestFrameHeader(t *testing.T) {
 
 func FuzzParseFrameHeader(f *testing.F) {
 	f.Add(FrameHeader{Stream: 1, Key: true}.Append(nil))
+	f.Add(FrameHeader{Stream: 1, Layered: true, TID: 2, LayerSync: true}.Append(nil))
 	f.Add([]byte{1, 0, 0, 48})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, rest, err := ParseFrameHeader(b)

@@ -117,6 +117,9 @@ func (st *stream) frameLocked(f *framer.Frame, now time.Time) FrameHeader {
 		Received:     now,
 		ClockOffset:  st.clockOffset,
 		OffsetKnown:  st.haveReport,
+		Layered:      f.Layer.Present,
+		TID:          f.Layer.TID,
+		LayerSync:    f.Layer.Sync,
 	}
 }
 

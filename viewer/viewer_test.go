@@ -343,8 +343,20 @@ func TestFramesToPage(t *testing.T) {
 	if _, err := fs.sendFrame(fakeVP8(false, 0, 0, 70), capture.Add(66*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := page.nextFrame(t); h.Key || h.Frame != 2 {
-		t.Errorf("second frame %+v, want delta frame 2", h)
+	if h, _ := page.nextFrame(t); h.Key || h.Frame != 2 || h.Layered {
+		t.Errorf("second frame %+v, want delta frame 2 without layers", h)
+	}
+	// A frame's temporal layer reaches the page in its header.
+	pkts, _, err := fs.pk.PacketizeLayer(fakeVP8(false, 0, 0, 80), capture.Add(99*time.Millisecond),
+		framer.Layer{Present: true, TID: 2, Sync: true, TL0PicIdx: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.write(pkts...); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := page.nextFrame(t); !h.Layered || h.TID != 2 || !h.LayerSync {
+		t.Errorf("layered frame %+v, want TID 2 with layer sync", h)
 	}
 }
 

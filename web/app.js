@@ -55,6 +55,8 @@
     errors: [],
     supported: typeof window.VideoDecoder === 'function',
   });
+  // The frame header parser, for tests (JSON.stringify(R) leaves it out).
+  Object.defineProperty(R, 'parseFrame', { value: (buf) => parseFrame(buf) });
 
   function note(msg) {
     R.errors.push(String(msg));
@@ -129,9 +131,13 @@
     const flags = dv.getUint8(1);
     const hlen = dv.getUint16(2);
     if (hlen < HEADER_MIN || hlen > buf.byteLength) return null;
+    const layered = (flags & 4) !== 0;
     return {
       key: (flags & 1) !== 0,
       offsetKnown: (flags & 2) !== 0,
+      layered, // the stream has temporal layers: tid and layerSync are the frame's
+      tid: layered ? (flags >> 4) & 3 : 0,
+      layerSync: layered && (flags & 8) !== 0,
       stream: dv.getUint32(4),
       frame: dv.getUint32(8),
       rtpTimestamp: dv.getUint32(12),

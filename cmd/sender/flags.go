@@ -34,11 +34,13 @@ type options struct {
 	status    bool
 	records   string
 	start     rate.Bitrate
+	layers    media.Scalability
 }
 
 // rawFlags are the flags as typed, before checking.
 type rawFlags struct {
 	mode, bitrate, maxRes, pin, probe string
+	layers                            string
 	replenish                         time.Duration
 	lowat                             int
 	nodelay                           bool
@@ -68,6 +70,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&r.bitrate, "bitrate", "1mbit", "initial target `bitrate` (e.g. 500kbit, 2mbit); in modes that give the sender no view of the path, the target stays there")
 	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
 	fs.StringVar(&r.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
+	fs.StringVar(&r.layers, "layers", "L1T3", "temporal `layers`: L1T3 (three, so that a relay can drop the upper ones for a slow page) or L1T1 (none)")
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.BoolVar(&o.status, "status", true, "print a live status line")
 	fs.StringVar(&o.records, "records", "", "write one JSON line per frame sent to this `file` (for experiments)")
@@ -106,6 +109,9 @@ func (o *options) check(r rawFlags) error {
 	}
 	if err != nil {
 		return fmt.Errorf("-max-res %q: %v (ladder: %s)", r.maxRes, err, ladderSizes())
+	}
+	if o.layers, err = media.ParseScalability(r.layers); err != nil {
+		return fmt.Errorf("-layers %q: want L1T3 or L1T1", r.layers)
 	}
 	if o.mode, err = parseMode(r); err != nil {
 		return err

@@ -73,7 +73,7 @@ func run(args []string, stderr io.Writer) int {
 
 	var rec *recordsFile
 	scfg := sender.Config{Name: o.name, Mode: o.modeText(), MaxSize: o.maxRes, FPS: o.fps, Start: o.start, Logger: log,
-		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
+		Scalability: o.layers, NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
 	if o.records != "" {
 		if rec, err = openRecords(o.records); err != nil {
 			fmt.Fprintf(stderr, "sender: -records: %v\n", err)
@@ -105,7 +105,8 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
 		return 2
 	}
-	log.Info("sending", "to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes)
+	log.Info("sending", "to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes,
+		"layers", o.layers)
 	err = s.Connect(ctx, sender.ConnectConfig{
 		Dial: dial, ProbeAddr: o.probe, Logger: log,
 		OnConnect: func() { st.setConn("connected") },

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ func TestParseFlags(t *testing.T) {
 		mode    string // tcp.Config.String() wanted
 		nagle   bool
 		maxRes  media.Size
+		layers  string // "" means the default, L1T3
 		wantErr string
 	}{
 		{name: "defaults", args: nil, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
@@ -28,6 +30,9 @@ func TestParseFlags(t *testing.T) {
 		{name: "default with Nagle", args: []string{"-mode", "default", "-nodelay=false"}, mode: "default+nagle", nagle: true, maxRes: media.Size{W: 1280, H: 720}},
 		{name: "full form", args: []string{"-mode", "replenish=5ms+nagle"}, mode: "replenish=5ms+nagle", nagle: true, maxRes: media.Size{W: 1280, H: 720}},
 		{name: "max res", args: []string{"-max-res", "640x360"}, mode: "replenish=15ms", maxRes: media.Size{W: 640, H: 360}},
+		{name: "no layers", args: []string{"-layers", "L1T1"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}, layers: "L1T1"},
+		{name: "three layers", args: []string{"-layers", "L1T3"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}, layers: "L1T3"},
+		{name: "unknown layers", args: []string{"-layers", "L1T2"}, wantErr: "-layers"},
 
 		{name: "lowat without bytes", args: []string{"-mode", "lowat"}, wantErr: "-lowat BYTES"},
 		{name: "lowat bytes without lowat mode", args: []string{"-lowat", "100"}, wantErr: "only to -mode lowat"},
@@ -72,6 +77,9 @@ func TestParseFlags(t *testing.T) {
 			}
 			if cfg.String() != tc.mode || cfg.Nagle != tc.nagle || maxRes != tc.maxRes {
 				t.Fatalf("got %s nagle=%v max %v; want %s nagle=%v max %v", cfg, cfg.Nagle, maxRes, tc.mode, tc.nagle, tc.maxRes)
+			}
+			if want := cmp.Or(tc.layers, "L1T3"); o.layers.String() != want {
+				t.Fatalf("layers %v, want %s", o.layers, want)
 			}
 		})
 	}

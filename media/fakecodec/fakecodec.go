@@ -8,7 +8,10 @@
 // A frame's size follows the target bitrate and the nominal frame rate
 // (Bitrate / FPS), a keyframe KeyFactor times that, so that tests of rate
 // and pacing see plausible sizes. Keyframes come where a real encoder puts
-// them: on the first frame, when forced, and after a size change.
+// them: on the first frame, when forced, and after a size change. With
+// temporal layers (media.EncoderConfig.Scalability) each frame's Layer
+// follows media.Layering's pattern, restarted at every keyframe, as the
+// libvpx encoder's does; the sizes do not depend on the layer.
 package fakecodec
 
 import (
@@ -43,15 +46,20 @@ type Encoder struct {
 	size    media.Size
 	bitrate rate.Bitrate
 	fps     int
+	layers  media.Layering
 	started bool // a frame has been made at the current size
 	closed  bool
 }
 
 // NewEncoder returns an encoder for cfg, with the defaults of
-// media.EncoderConfig. It returns an error wrapping media.ErrSize or
-// media.ErrBitrate if the configuration is unusable.
+// media.EncoderConfig. It returns an error wrapping media.ErrSize,
+// media.ErrBitrate or media.ErrScalability if the configuration is
+// unusable.
 func NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 	if err := cfg.Size.Check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Scalability.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.FPS <= 0 {
@@ -63,7 +71,7 @@ func NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 	if err := media.CheckBitrate(cfg.Bitrate); err != nil {
 		return nil, err
 	}
-	return &Encoder{size: cfg.Size, bitrate: cfg.Bitrate, fps: cfg.FPS}, nil
+	return &Encoder{size: cfg.Size, bitrate: cfg.Bitrate, fps: cfg.FPS, layers: media.NewLayering(cfg.Scalability)}, nil
 }
 
 // Size returns the picture size of the last frame, or the configured one
@@ -137,7 +145,7 @@ func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, err
 		binary.LittleEndian.PutUint16(data[8:], uint16(e.size.H))
 	}
 	binary.BigEndian.PutUint64(data[head:], uint64(f.Capture.UnixNano()))
-	return media.EncodedFrame{Data: data, Key: key, Size: e.size, Start: start, End: time.Now()}, nil
+	return media.EncodedFrame{Data: data, Key: key, Size: e.size, Start: start, End: time.Now(), Layer: e.layers.Next(key)}, nil
 }
 
 // Close ends the encoder: Encode and SetBitrate then return

@@ -133,3 +133,47 @@ func TestErrors(t *testing.T) {
 		t.Errorf("SetBitrate after Close = %v", err)
 	}
 }
+
+// TestLayers checks that with L1T3 the frames follow media.Layering's
+// pattern, which keyframes (forced, or after a size change) restart, and
+// that without layers every frame has the zero Layer.
+func TestLayers(t *testing.T) {
+	small, large := media.Size{W: 320, H: 180}, media.Size{W: 640, H: 360}
+	e, err := NewEncoder(media.EncoderConfig{Size: small, Scalability: media.L1T3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewEncoder(media.EncoderConfig{Size: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	force := map[int]bool{6: true, 11: true, 12: true}
+	var ref media.Layering
+	for i := range 24 {
+		sz := small
+		if i >= 17 {
+			sz = large
+		}
+		f := media.NewFrame(sz)
+		f.Capture = t0.Add(time.Duration(i) * 40 * time.Millisecond)
+		ef, err := e.Encode(f, force[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i == 0 || i == 17 || force[i]; ef.Key != want {
+			t.Fatalf("frame %d: key %v, want %v", i, ef.Key, want)
+		}
+		if i == 0 {
+			ref = media.NewLayeringAt(media.L1T3, ef.Layer.TL0PicIdx)
+		}
+		if want := ref.Next(ef.Key); ef.Layer != want {
+			t.Fatalf("frame %d: layer %+v, want %+v", i, ef.Layer, want)
+		}
+		if ef, err := plain.Encode(f, force[i]); err != nil || ef.Layer != (media.Layer{}) {
+			t.Fatalf("frame %d without layers: %+v, %v", i, ef.Layer, err)
+		}
+	}
+	if _, err := NewEncoder(media.EncoderConfig{Size: small, Scalability: 5}); !errors.Is(err, media.ErrScalability) {
+		t.Fatalf("unknown mode: %v", err)
+	}
+}

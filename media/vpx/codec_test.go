@@ -17,7 +17,7 @@ func TestStampThroughCodec(t *testing.T) {
 	for _, r := range media.Ladder {
 		for _, br := range []rate.Bitrate{r.Min, r.Max} {
 			t.Run(fmt.Sprintf("%v/%v", r.Size, br), func(t *testing.T) {
-				res := ladderRun(t, r, br)
+				res := ladderRun(t, r, br, media.L1T1)
 				if res.misreads != 0 {
 					t.Fatalf("%d of %d stamps misread; first: %s", res.misreads, len(res.bytes), res.firstBad)
 				}
@@ -79,13 +79,13 @@ const (
 func TestRateControl(t *testing.T) {
 	for _, r := range media.Ladder {
 		t.Run(r.Size.String()+"/max", func(t *testing.T) {
-			got := ladderRun(t, r, r.Max).rate(30, r.Rate(30))
+			got := ladderRun(t, r, r.Max, media.L1T1).rate(30, r.Rate(30))
 			if float64(got) < maxFloor*float64(r.Max) {
 				t.Fatalf("output %v at target %v: below %.2f of it", got, r.Max, maxFloor)
 			}
 		})
 		t.Run(r.Size.String()+"/min", func(t *testing.T) {
-			got := ladderRun(t, r, r.Min).rate(30, r.Rate(30))
+			got := ladderRun(t, r, r.Min, media.L1T1).rate(30, r.Rate(30))
 			if float64(got) > minCeil*float64(r.Min) {
 				t.Fatalf("output %v at target %v: above %.2f of it", got, r.Min, minCeil)
 			}
@@ -95,8 +95,8 @@ func TestRateControl(t *testing.T) {
 
 // TestFrameDurations encodes frames captured at irregular intervals, as the
 // sender does when invitations are scarce, and requires the output bitrate
-// over real time to track the target: the encoder must tell rate control how
-// long each frame really lasted.
+// over real time to track the target, with and without temporal layers: the
+// encoder must tell rate control how long each frame really lasted.
 func TestFrameDurations(t *testing.T) {
 	tests := []struct {
 		name string
@@ -109,46 +109,61 @@ func TestFrameDurations(t *testing.T) {
 	sz := media.Size{W: 640, H: 360}
 	target := 800 * rate.Kbps
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: target})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer enc.Close()
-			f := media.NewFrame(sz)
-			tick := 0
-			var bytes int
-			var from time.Time
-			for i := range 60 {
-				tick += tt.gaps[i%len(tt.gaps)]
-				capture := t0.Add(time.Duration(tick) * time.Second / 30)
-				media.Render(f, capture, uint64(tick), "test")
-				ef, err := enc.Encode(f, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				switch {
-				case i == 19:
-					from = capture
-				case i > 19:
-					bytes += len(ef.Data)
-				}
-			}
-			got := rate.Bitrate(float64(bytes) * 8 / f.Capture.Sub(from).Seconds())
-			t.Logf("output %v over real time at target %v", got, target)
-			if got < target*7/10 || got > target*13/10 {
-				t.Fatalf("output %v over real time at target %v", got, target)
-			}
-		})
+		for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+			t.Run(tt.name+"/"+mode.String(), func(t *testing.T) {
+				frameDurations(t, media.EncoderConfig{Size: sz, Bitrate: target, Scalability: mode}, tt.gaps)
+			})
+		}
+	}
+}
+
+// frameDurations encodes 60 frames for TestFrameDurations, captured gaps
+// ticks of 1/30 s apart (cycled), and checks the bitrate over real time.
+func frameDurations(t *testing.T, cfg media.EncoderConfig, gaps []int) {
+	enc, err := NewEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	f := media.NewFrame(cfg.Size)
+	tick := 0
+	var bytes int
+	var from time.Time
+	for i := range 60 {
+		tick += gaps[i%len(gaps)]
+		capture := t0.Add(time.Duration(tick) * time.Second / 30)
+		media.Render(f, capture, uint64(tick), "test")
+		ef, err := enc.Encode(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case i == 19:
+			from = capture
+		case i > 19:
+			bytes += len(ef.Data)
+		}
+	}
+	got := rate.Bitrate(float64(bytes) * 8 / f.Capture.Sub(from).Seconds())
+	t.Logf("output %v over real time at target %v", got, cfg.Bitrate)
+	if got < cfg.Bitrate*7/10 || got > cfg.Bitrate*13/10 {
+		t.Fatalf("output %v over real time at target %v", got, cfg.Bitrate)
 	}
 }
 
 // TestSetBitrate changes the target mid-stream and requires the output to
-// follow it in both directions from the next frame on.
+// follow it in both directions from the next frame on, with and without
+// temporal layers.
 func TestSetBitrate(t *testing.T) {
+	for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+		t.Run(mode.String(), func(t *testing.T) { setBitrate(t, mode) })
+	}
+}
+
+func setBitrate(t *testing.T, mode media.Scalability) {
 	sz := media.Size{W: 640, H: 360}
 	lo, hi := 500*rate.Kbps, 2500*rate.Kbps
-	enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: lo})
+	enc, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: lo, Scalability: mode})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,14 @@ type runConfig struct {
 	fps      int // capture rate; frames are captured every 1/fps
 	keyEvery int // force a keyframe every keyEvery frames; 0 never
 	psnr     bool
+	layers   media.Scalability
 }
 
 // runResult summarises an encode run.
 type runResult struct {
 	bytes     []int // per frame
 	keys      []bool
+	layers    []media.Layer
 	q         []int
 	psnr      float64 // mean luma PSNR between the stamp band and the noise, last two thirds
 	misreads  int
@@ -36,10 +38,17 @@ type runResult struct {
 }
 
 // rate returns the bitrate of frames [from, len) at the run's capture rate.
-func (r runResult) rate(from, fps int) rate.Bitrate {
+func (r runResult) rate(from, fps int) rate.Bitrate { return r.layerRate(from, fps, 3) }
+
+// layerRate returns the bitrate of the frames [from, len) of temporal
+// layers 0 to tid at the run's capture rate: what a receiver given those
+// layers gets. Frames without layers count as TL0.
+func (r runResult) layerRate(from, fps int, tid uint8) rate.Bitrate {
 	n := 0
-	for _, b := range r.bytes[from:] {
-		n += b
+	for i, b := range r.bytes[from:] {
+		if r.layers[from+i].TID <= tid {
+			n += b
+		}
 	}
 	return rate.Bitrate(float64(n) * 8 * float64(fps) / float64(len(r.bytes)-from))
 }
@@ -57,7 +66,7 @@ func (r runResult) meanQ(from int) float64 {
 // stamps back, comparing each with the frame's capture time.
 func encodeRun(tb testing.TB, rc runConfig) runResult {
 	tb.Helper()
-	enc, err := NewEncoder(media.EncoderConfig{Size: rc.size, Bitrate: rc.bitrate, FPS: rc.fps})
+	enc, err := NewEncoder(media.EncoderConfig{Size: rc.size, Bitrate: rc.bitrate, FPS: rc.fps, Scalability: rc.layers})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,6 +89,7 @@ func encodeRun(tb testing.TB, rc runConfig) runResult {
 		res.encodeDur += ef.End.Sub(ef.Start)
 		res.bytes = append(res.bytes, len(ef.Data))
 		res.keys = append(res.keys, ef.Key)
+		res.layers = append(res.layers, ef.Layer)
 		res.q = append(res.q, enc.LastQuantizer())
 		out, err := dec.Decode(ef.Data)
 		if err != nil {
@@ -143,17 +153,17 @@ var ladderRuns struct {
 }
 
 // ladderRun returns the cached result of a 90-frame run for rung r at
-// bitrate br, captured at the rung's frame rate (the sender's, for a 30 fps
-// source).
-func ladderRun(tb testing.TB, r media.Rung, br rate.Bitrate) runResult {
+// bitrate br with layers s, captured at the rung's frame rate (the
+// sender's, for a 30 fps source).
+func ladderRun(tb testing.TB, r media.Rung, br rate.Bitrate, s media.Scalability) runResult {
 	tb.Helper()
-	key := fmt.Sprint(r.Size, br)
+	key := fmt.Sprint(r.Size, br, s)
 	ladderRuns.Lock()
 	defer ladderRuns.Unlock()
 	if res, ok := ladderRuns.m[key]; ok {
 		return res
 	}
-	res := encodeRun(tb, runConfig{size: r.Size, bitrate: br, frames: 90, fps: r.Rate(30)})
+	res := encodeRun(tb, runConfig{size: r.Size, bitrate: br, frames: 90, fps: r.Rate(30), layers: s})
 	if ladderRuns.m == nil {
 		ladderRuns.m = make(map[string]runResult)
 	}

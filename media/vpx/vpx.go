@@ -1,9 +1,10 @@
 // Package vpx is replenish's VP8 encoder and decoder: libvpx through cgo.
 // The encoder is set up for low latency (realtime deadline, no lag, CBR, no
-// frame dropping, error resilient, keyframes only on request) and takes new
-// targets from the next frame on. It is the one package of replenish that
-// needs cgo and libvpx; everything else names encoders through the types in
-// package media and the interface package sender defines.
+// frame dropping, error resilient, keyframes only on request), takes new
+// targets from the next frame on, and can make three temporal layers
+// (media.L1T3). It is the one package of replenish that needs cgo and
+// libvpx; everything else names encoders through the types in package media
+// and the interface package sender defines.
 package vpx
 
 /*
@@ -22,10 +23,58 @@ typedef struct {
 	int live;
 } rp_enc;
 
-// rp_enc_init sets up a VP8 realtime CBR encoder. It returns a libvpx error
-// code; on failure nothing needs destroying.
+// L1T3 (three temporal layers): the cumulative share of the target each
+// layer's rate control aims at, in percent (TL0 40, TL0+TL1 60, all 100),
+// and the period of layer ids libvpx is told of, as in libvpx's
+// vpx_temporal_svc_encoder example (mode 6). The encoder sets the layer of
+// each frame itself (VP8E_SET_TEMPORAL_LAYER_ID), restarting the period at
+// keyframes.
+static const unsigned rp_l1t3_pct[3] = {40, 60, 100};
+static const unsigned rp_l1t3_ids[4] = {0, 2, 1, 2};
+
+// rp_set_layer_rates splits kbps between the temporal layers, if any.
+static void rp_set_layer_rates(vpx_codec_enc_cfg_t *c, unsigned kbps) {
+	if (c->ts_number_layers != 3) return;
+	for (int i = 0; i < 3; i++) {
+		c->ts_target_bitrate[i] = kbps * rp_l1t3_pct[i] / 100;
+		if (i > 0 && c->ts_target_bitrate[i] <= c->ts_target_bitrate[i-1]) {
+			c->ts_target_bitrate[i] = c->ts_target_bitrate[i-1] + 1; // libvpx wants them increasing
+		}
+	}
+}
+
+// rp_layer_flags returns the encode flags of an L1T3 delta frame of layer
+// tid, a layer sync frame if sync: which of libvpx's three reference
+// buffers it may reference and update. LAST holds the latest TL0 frame
+// and GF the latest TL1 frame; ARF is not used. TL0 references and
+// updates LAST only; TL1 references LAST and updates GF; TL2 updates
+// nothing and references LAST, and GF as well unless it is a sync frame.
+// So every frame references only frames of its own layer or lower ones,
+// the sync frames only TL0, no frame above TL0 anything older than the
+// latest TL0 frame, and nothing references a TL2 frame. (The example's
+// mode 6 lets TL1 and TL2 frames reference their layer's frames of earlier
+// periods through GF and ARF: then only a keyframe would let a receiver
+// that missed some take a layer up again.) Upper layers leave the entropy
+// context alone (error resilient mode already resets it after every
+// frame).
+static vpx_enc_frame_flags_t rp_layer_flags(int tid, int sync) {
+	vpx_enc_frame_flags_t f = VP8_EFLAG_NO_REF_ARF | VP8_EFLAG_NO_UPD_ARF;
+	switch (tid) {
+	case 0:
+		return f | VP8_EFLAG_NO_REF_GF | VP8_EFLAG_NO_UPD_GF;
+	case 1:
+		return f | VP8_EFLAG_NO_REF_GF | VP8_EFLAG_NO_UPD_LAST | VP8_EFLAG_NO_UPD_ENTROPY;
+	default:
+		f |= VP8_EFLAG_NO_UPD_LAST | VP8_EFLAG_NO_UPD_GF | VP8_EFLAG_NO_UPD_ENTROPY;
+		return sync ? f | VP8_EFLAG_NO_REF_GF : f;
+	}
+}
+
+// rp_enc_init sets up a VP8 realtime CBR encoder, with three temporal
+// layers if layers is 3. It returns a libvpx error code; on failure
+// nothing needs destroying.
 static vpx_codec_err_t rp_enc_init(rp_enc *e, int w, int h, unsigned kbps,
-		int threads, int cpu_used, unsigned max_intra_pct) {
+		int threads, int cpu_used, unsigned max_intra_pct, int layers) {
 	vpx_codec_err_t err = vpx_codec_enc_config_default(vpx_codec_vp8_cx(), &e->cfg, 0);
 	if (err != VPX_CODEC_OK) return err;
 	vpx_codec_enc_cfg_t *c = &e->cfg;
@@ -51,6 +100,15 @@ static vpx_codec_err_t rp_enc_init(rp_enc *e, int w, int h, unsigned kbps,
 	c->kf_mode = VPX_KF_DISABLED;
 	c->kf_min_dist = 0;
 	c->kf_max_dist = 0x7fffffff;
+	if (layers == 3) {
+		c->ts_number_layers = 3;
+		c->ts_periodicity = 4;
+		memcpy(c->ts_layer_id, rp_l1t3_ids, sizeof rp_l1t3_ids);
+		c->ts_rate_decimator[0] = 4;
+		c->ts_rate_decimator[1] = 2;
+		c->ts_rate_decimator[2] = 1;
+		rp_set_layer_rates(c, kbps);
+	}
 	err = vpx_codec_enc_init(&e->ctx, vpx_codec_vp8_cx(), c, 0);
 	if (err != VPX_CODEC_OK) return err;
 	e->live = 1;
@@ -72,14 +130,23 @@ static void rp_enc_destroy(rp_enc *e) {
 
 static vpx_codec_err_t rp_enc_set_bitrate(rp_enc *e, unsigned kbps) {
 	e->cfg.rc_target_bitrate = kbps;
+	rp_set_layer_rates(&e->cfg, kbps);
 	return vpx_codec_enc_config_set(&e->ctx, &e->cfg);
 }
 
-// rp_enc_encode encodes one I420 picture whose planes are given by pointer.
-// The planes are read during the call only (libvpx copies the picture into
-// its own lookahead buffer).
+// rp_enc_encode encodes one I420 picture whose planes are given by pointer,
+// as a keyframe if force_key is set, else in temporal layer tid (a sync
+// frame if sync) when the encoder has layers. The planes are read during
+// the call only (libvpx copies the picture into its own lookahead buffer).
 static vpx_codec_err_t rp_enc_encode(rp_enc *e, unsigned char *y, unsigned char *u,
-		unsigned char *v, int64_t pts, unsigned long duration, int force_key) {
+		unsigned char *v, int64_t pts, unsigned long duration, int force_key,
+		int tid, int sync) {
+	vpx_enc_frame_flags_t flags = force_key ? VPX_EFLAG_FORCE_KF : 0;
+	if (e->cfg.ts_number_layers > 1) {
+		vpx_codec_err_t err = vpx_codec_control(&e->ctx, VP8E_SET_TEMPORAL_LAYER_ID, tid);
+		if (err != VPX_CODEC_OK) return err;
+		if (!force_key) flags = rp_layer_flags(tid, sync);
+	}
 	vpx_image_t img;
 	if (!vpx_img_wrap(&img, VPX_IMG_FMT_I420, e->cfg.g_w, e->cfg.g_h, 1, y)) {
 		return VPX_CODEC_INVALID_PARAM;
@@ -91,8 +158,7 @@ static vpx_codec_err_t rp_enc_encode(rp_enc *e, unsigned char *y, unsigned char 
 	img.stride[VPX_PLANE_U] = e->cfg.g_w / 2;
 	img.stride[VPX_PLANE_V] = e->cfg.g_w / 2;
 	e->iter = NULL;
-	return vpx_codec_encode(&e->ctx, &img, pts, duration,
-		force_key ? VPX_EFLAG_FORCE_KF : 0, VPX_DL_REALTIME);
+	return vpx_codec_encode(&e->ctx, &img, pts, duration, flags, VPX_DL_REALTIME);
 }
 
 // rp_enc_next returns 1 and the next compressed frame of the last encode
@@ -155,6 +221,15 @@ static vpx_image_t *rp_dec_decode(rp_dec *d, const void *data, size_t n, vpx_cod
 	return img;
 }
 
+// rp_dec_refs reports which reference buffers (VP8_LAST_FRAME,
+// VP8_GOLD_FRAME, VP8_ALTR_FRAME bits) the last decoded frame used and
+// which it updated.
+static vpx_codec_err_t rp_dec_refs(rp_dec *d, int *used, int *updated) {
+	vpx_codec_err_t err = vpx_codec_control(&d->ctx, VP8D_GET_LAST_REF_USED, used);
+	if (err != VPX_CODEC_OK) return err;
+	return vpx_codec_control(&d->ctx, VP8D_GET_LAST_REF_UPDATES, updated);
+}
+
 static int rp_enc_last_q(rp_enc *e) {
 	int q = -1;
 	if (vpx_codec_control(&e->ctx, VP8E_GET_LAST_QUANTIZER_64, &q) != VPX_CODEC_OK) return -1;
@@ -193,6 +268,11 @@ const (
 	// frame size at the target bitrate (VP8E_SET_MAX_INTRA_BITRATE_PCT):
 	// a keyframe occupies a path for about three frame intervals at most.
 	KeyframeMaxPct = 300
+	// keyframeMaxPctL1T3 is KeyframeMaxPct for an encoder with L1T3
+	// layers, whose keyframes are TL0 frames: libvpx then takes the
+	// percentage of TL0's average frame, 40% of the target over a quarter
+	// of the frames, 1.6 times the stream's average frame.
+	keyframeMaxPctL1T3 = KeyframeMaxPct * 10 / 16
 )
 
 // Config holds the libvpx settings of an Encoder beyond
@@ -204,13 +284,18 @@ type Config struct {
 
 // Encoder is a VP8 encoder (libvpx) configured for low-latency CBR: realtime
 // deadline, no lag, no frame dropping, error resilient, keyframes only on
-// request, at the first frame and after a size change. An Encoder is not safe
-// for concurrent use.
+// request, at the first frame and after a size change. With
+// media.EncoderConfig.Scalability L1T3 it makes three temporal layers
+// (media.Layering's pattern, restarted at every keyframe; libvpx's rate
+// control gives TL0 40% of the target, TL1 20% and TL2 40%) and reports
+// each frame's layer in EncodedFrame.Layer. An Encoder is not safe for
+// concurrent use.
 type Encoder struct {
 	c       *C.rp_enc // C memory; nil after Close
 	size    media.Size
 	bitrate rate.Bitrate
 	lib     Config
+	layers  media.Layering // the temporal pattern; kept across re-initialisations
 
 	started  bool          // a frame has been encoded since the last init
 	last     time.Time     // capture time of the previous encoded frame
@@ -225,10 +310,13 @@ type Encoder struct {
 func NewEncoder(cfg media.EncoderConfig) (*Encoder, error) { return Config{}.NewEncoder(cfg) }
 
 // NewEncoder returns an encoder for cfg with c's libvpx settings. It returns
-// an error wrapping media.ErrSize, media.ErrBitrate or ErrCodec if the
-// configuration is unusable.
+// an error wrapping media.ErrSize, media.ErrBitrate, media.ErrScalability
+// or ErrCodec if the configuration is unusable.
 func (c Config) NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 	if err := cfg.Size.Check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Scalability.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.FPS <= 0 {
@@ -250,6 +338,7 @@ func (c Config) NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 		c:       (*C.rp_enc)(C.calloc(1, C.size_t(unsafe.Sizeof(C.rp_enc{})))),
 		bitrate: cfg.Bitrate,
 		lib:     c,
+		layers:  media.NewLayering(cfg.Scalability),
 		nominal: time.Second / time.Duration(cfg.FPS),
 	}
 	if e.c == nil {
@@ -267,8 +356,12 @@ func kbps(b rate.Bitrate) C.uint { return C.uint((b + rate.Kbps/2) / rate.Kbps) 
 // init (re)creates the libvpx encoder for size sz at the current bitrate.
 func (e *Encoder) init(sz media.Size) error {
 	C.rp_enc_destroy(e.c)
+	keyPct := C.uint(KeyframeMaxPct)
+	if e.layers.Mode() == media.L1T3 {
+		keyPct = keyframeMaxPctL1T3
+	}
 	rc := C.rp_enc_init(e.c, C.int(sz.W), C.int(sz.H), kbps(e.bitrate), C.int(e.lib.Threads),
-		C.int(e.lib.CPUUsed), KeyframeMaxPct)
+		C.int(e.lib.CPUUsed), keyPct, C.int(e.layers.Mode().Layers()))
 	if rc != C.VPX_CODEC_OK {
 		err := e.codecErr("init", rc)
 		C.rp_enc_destroy(e.c)
@@ -295,10 +388,10 @@ func (e *Encoder) Size() media.Size { return e.size }
 // Bitrate returns the current target bitrate.
 func (e *Encoder) Bitrate() rate.Bitrate { return e.bitrate }
 
-// SetBitrate changes the target bitrate from the next frame on. It returns
-// an error wrapping media.ErrBitrate if b is outside [media.MinBitrate,
-// media.MaxBitrate], media.ErrClosed after Close, or ErrCodec if libvpx
-// refuses it.
+// SetBitrate changes the target bitrate from the next frame on, split
+// between temporal layers as at the start. It returns an error wrapping
+// media.ErrBitrate if b is outside [media.MinBitrate, media.MaxBitrate],
+// media.ErrClosed after Close, or ErrCodec if libvpx refuses it.
 func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 	if e.c == nil {
 		return media.ErrClosed
@@ -323,9 +416,11 @@ func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 // keyframe. Rate control is told that each frame lasts from the previous
 // encoded frame's Capture to this one's (at most media.MaxFrameInterval; the
 // nominal 1/FPS for the first frame), so it sees the true frame rate however
-// irregularly Encode is called. It returns an error wrapping media.ErrFrame
-// or media.ErrSize for a malformed frame, media.ErrClosed after Close,
-// ErrCodec or ErrNoFrame if libvpx fails.
+// irregularly Encode is called. With temporal layers the frame's Layer is
+// the next of media.Layering's pattern, which every keyframe restarts. It
+// returns an error wrapping media.ErrFrame or media.ErrSize for a malformed
+// frame, media.ErrClosed after Close, ErrCodec or ErrNoFrame if libvpx
+// fails; the pattern does not advance on an error.
 func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, error) {
 	if e.c == nil {
 		return media.EncodedFrame{}, media.ErrClosed
@@ -347,19 +442,35 @@ func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, err
 		e.end = 0
 	}
 	pts := e.end
-	key := C.int(0)
-	if forceKey {
-		key = 1
-	}
+	key := forceKey || !e.started
+	saved := e.layers
+	lay := e.layers.Next(key)
 	rc := C.rp_enc_encode(e.c, (*C.uchar)(unsafe.Pointer(&f.Y[0])), (*C.uchar)(unsafe.Pointer(&f.U[0])),
 		(*C.uchar)(unsafe.Pointer(&f.V[0])), C.int64_t(pts.Microseconds()),
-		C.ulong(max(d.Microseconds(), 1)), key)
+		C.ulong(max(d.Microseconds(), 1)), cbool(key), C.int(lay.TID), cbool(lay.Sync))
 	if rc != C.VPX_CODEC_OK {
+		e.layers = saved
 		return media.EncodedFrame{}, e.codecErr("encode", rc)
 	}
 	e.started = true
 	e.end += d
 	e.last, e.haveLast = f.Capture, true
+	out := e.output(start)
+	if len(out.Data) == 0 {
+		e.layers = saved
+		return media.EncodedFrame{}, ErrNoFrame
+	}
+	if out.Key && !key {
+		// libvpx chose a keyframe itself: it restarts the pattern.
+		e.layers = saved
+		lay = e.layers.Next(true)
+	}
+	out.Layer = lay
+	return out, nil
+}
+
+// output collects the compressed frame of the last encode call.
+func (e *Encoder) output(start time.Time) media.EncodedFrame {
 	out := media.EncodedFrame{Size: e.size, Start: start}
 	var (
 		buf   unsafe.Pointer
@@ -371,10 +482,14 @@ func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, err
 		out.Key = out.Key || isKey != 0
 	}
 	out.End = time.Now()
-	if len(out.Data) == 0 {
-		return media.EncodedFrame{}, ErrNoFrame
+	return out
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
 	}
-	return out, nil
+	return 0
 }
 
 // LastQuantizer returns the quantizer (0..63, libvpx's rc_min_quantizer
@@ -451,6 +566,26 @@ func (d *Decoder) Decode(data []byte) (*media.Frame, error) {
 	copyPlane(f.V, sz.W/2, sz.H/2, img.planes[2], int(img.stride[2]))
 	return f, nil
 }
+
+// lastRefs returns the reference buffers the last decoded frame used and
+// the ones it updated, as bit sets of refLast, refGolden and refAltRef.
+func (d *Decoder) lastRefs() (used, updated int, err error) {
+	if d.c == nil {
+		return 0, 0, media.ErrClosed
+	}
+	var u, up C.int
+	if rc := C.rp_dec_refs(d.c, &u, &up); rc != C.VPX_CODEC_OK {
+		return 0, 0, fmt.Errorf("%w: reference info: %s", ErrCodec, C.GoString(C.vpx_codec_err_to_string(rc)))
+	}
+	return int(u), int(up), nil
+}
+
+// VP8's reference buffers, as lastRefs reports them.
+const (
+	refLast   = C.VP8_LAST_FRAME
+	refGolden = C.VP8_GOLD_FRAME
+	refAltRef = C.VP8_ALTR_FRAME
+)
 
 // copyPlane copies a w x h plane from C memory with the given stride into
 // dst, which has stride w.
