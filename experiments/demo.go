@@ -67,7 +67,7 @@ flags:
 	if fs.NArg() > 0 {
 		return o, scenario.Path{}, nil, fmt.Errorf("%w: unexpected arguments %q", scenario.ErrSpec, fs.Args())
 	}
-	specs, err := o.Spec.Runs()
+	specs, _, err := o.Spec.Runs()
 	if err != nil {
 		return o, scenario.Path{}, nil, err
 	}

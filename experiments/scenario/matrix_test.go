@@ -81,7 +81,7 @@ func TestParseMatrix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			specs, err := ParseMatrix(strings.NewReader(tt.text), base)
+			specs, _, err := ParseMatrix(strings.NewReader(tt.text), base)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want an ErrSpec error mentioning %q", err, tt.wantErr)
@@ -106,7 +106,7 @@ func TestReadMatrixDirectory(t *testing.T) {
 	write("b.txt", "--modes lowat=15000\n")
 	write("a.txt", "--modes default\n")
 	write("notes.md", "--modes nonsense\n") // not a matrix file
-	specs, err := ReadMatrix(dir, Defaults())
+	specs, _, err := ReadMatrix(dir, Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,15 +117,15 @@ func TestReadMatrixDirectory(t *testing.T) {
 	if want := []string{"default", "lowat=15000"}; !reflect.DeepEqual(modes, want) {
 		t.Errorf("modes %q, want %q (files in name order, *.txt only)", modes, want)
 	}
-	if _, err := ReadMatrix(filepath.Join(dir, "missing.txt"), Defaults()); !errors.Is(err, ErrSpec) {
+	if _, _, err := ReadMatrix(filepath.Join(dir, "missing.txt"), Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("missing file: %v", err)
 	}
 	empty := t.TempDir()
-	if _, err := ReadMatrix(empty, Defaults()); !errors.Is(err, ErrSpec) {
+	if _, _, err := ReadMatrix(empty, Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("empty directory: %v", err)
 	}
 	write("c.txt", "# nothing\n")
-	if _, err := ReadMatrix(filepath.Join(dir, "c.txt"), Defaults()); !errors.Is(err, ErrSpec) {
+	if _, _, err := ReadMatrix(filepath.Join(dir, "c.txt"), Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("file without runs: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestReadMatrixDirectory(t *testing.T) {
 // TestScenarioFiles checks that the published scenario set parses and
 // covers what it claims.
 func TestScenarioFiles(t *testing.T) {
-	specs, err := ReadMatrix("../scenarios", Defaults())
+	specs, _, err := ReadMatrix("../scenarios", Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,8 +153,8 @@ func FormatSize(n int) string {
 }
 
 // ParseModes reads a comma-separated list of modes, each as
-// transport.ParseMode reads it; TCP's, since the runs are over TCP. Two that
-// print the same are an error.
+// transport.ParseMode reads it. Two that print the same are an error.
+// Which transports a mode applies to is decided per run (Supports).
 func ParseModes(s string) ([]transport.Mode, error) {
 	var out []transport.Mode
 	seen := map[string]bool{}
@@ -166,9 +166,6 @@ func ParseModes(s string) ([]transport.Mode, error) {
 		m, err := transport.ParseMode(f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: mode %q: %v", ErrSpec, f, err)
-		}
-		if m.Policy == transport.Expire {
-			return nil, fmt.Errorf("%w: mode %q: expire is a QUIC mode", ErrSpec, f)
 		}
 		if seen[m.String()] {
 			return nil, fmt.Errorf("%w: mode %s given twice", ErrSpec, m)
@@ -355,10 +352,15 @@ func (p Path) rateAt(t time.Duration) rate.Bitrate {
 	return r
 }
 
-// Run describes one run: a workload in one mode on one path. Its JSON form
-// (Go's field names) is kept in a run's raw/input.json.
+// Run describes one run: a workload in one mode over one transport on one
+// path. Its JSON form (Go's field names) is kept in a run's raw/input.json.
 type Run struct {
-	Path     Path
+	Path Path
+	// Transport is TCP, QUIC or WebRTC; "" (in input.json files written
+	// before transports) means TCP.
+	Transport string
+	// Mode is the send-buffer mode; a WebRTC run's is Default, and its
+	// name GCC (ModeName).
 	Mode     transport.Mode
 	Workload Workload
 	Warmup   time.Duration
@@ -391,10 +393,34 @@ func (s Run) VideoBitrate() rate.Bitrate {
 // Total returns the length of the run: its warm-up and its measured window.
 func (s Run) Total() time.Duration { return s.Warmup + s.Duration }
 
+// TransportName returns the run's transport, TCP when none is named.
+func (s Run) TransportName() string {
+	if s.Transport == "" {
+		return TCP
+	}
+	return s.Transport
+}
+
+// ModeName returns the run's mode as run.json and the viewer show it: the
+// mode's canonical form, or GCC for a WebRTC run.
+func (s Run) ModeName() string {
+	if s.TransportName() == WebRTC {
+		return GCC
+	}
+	return s.Mode.String()
+}
+
 // ID returns the run's ID: unique within a set as long as the runs differ,
 // and safe as a file name, as in "2mbit-172ms-bulk64KiB-replenish=15ms".
+// A run over a transport other than TCP names it after the workload, as in
+// "2mbit-172ms-video-quic-replenish=15ms" or "2mbit-172ms-video-webrtc-gcc";
+// a TCP run's ID is the one it had before runs had transports.
 func (s Run) ID() string {
-	parts := []string{FormatRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short(), s.Mode.String()}
+	parts := []string{FormatRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short()}
+	if tr := s.TransportName(); tr != TCP {
+		parts = append(parts, tr)
+	}
+	parts = append(parts, s.ModeName())
 	def := Defaults()
 	if s.Path.Queue != def.Queue {
 		parts = append(parts, "q"+fmtDur(s.Path.Queue))
