@@ -65,8 +65,8 @@ type Drain struct {
 	Recovering bool   `json:"recovering,omitempty"` // repairing a loss
 	SRTTUs     int64  `json:"srtt_us,omitempty"`
 	MinRTTUs   int64  `json:"min_rtt_us,omitempty"`
-	Cwnd       int    `json:"cwnd,omitempty"`        // bytes
-	PeerWindow int    `json:"peer_window"`           // bytes; -1: unknown
+	Cwnd       int    `json:"cwnd,omitempty"` // bytes
+	PeerWindow int    `json:"peer_window"`    // bytes; -1: unknown
 	PacingBps  int64  `json:"pacing_bps,omitempty"`
 
 	// The stack's own delivery-rate sample (TCP: tcpi_delivery_rate).

@@ -40,17 +40,17 @@ type Flags struct {
 	// Transports are the transports each mode runs over (default TCP).
 	Transports Transports
 	Modes      Modes
-	Workload string
-	Duration time.Duration
-	Warmup   time.Duration
-	CC       string
-	Sndbuf   string
-	MTU      int
-	Drain    time.Duration
-	Browser  bool
-	MaxRes   string
-	Bitrate  string
-	Scenario string
+	Workload   string
+	Duration   time.Duration
+	Warmup     time.Duration
+	CC         string
+	Sndbuf     string
+	MTU        int
+	Drain      time.Duration
+	Browser    bool
+	MaxRes     string
+	Bitrate    string
+	Scenario   string
 }
 
 // Defaults returns the flags' defaults: the published table's path
