@@ -119,3 +119,104 @@ func runsOver(transports []string, proto Run, modes []transport.Mode) (runs []Ru
 	}
 	return runs, skipped
 }
+
+// Stream is one sender of the live demo: a transport and a mode.
+type Stream struct {
+	Transport string
+	Mode      transport.Mode // Default for WebRTC, whose mode is GCC
+}
+
+// ModeName returns the stream's mode: the mode's canonical form, or GCC
+// over WebRTC.
+func (s Stream) ModeName() string {
+	if s.Transport == WebRTC {
+		return GCC
+	}
+	return s.Mode.String()
+}
+
+// String returns the stream as ParseStreams reads it: "replenish=15ms"
+// (TCP), "quic:replenish=15ms", "webrtc".
+func (s Stream) String() string {
+	switch s.Transport {
+	case TCP, "":
+		return s.Mode.String()
+	case WebRTC:
+		return WebRTC
+	}
+	return s.Transport + ":" + s.Mode.String()
+}
+
+// ParseStreams reads a comma-separated list of senders, each
+// "[TRANSPORT:]MODE" (TCP when the transport is left out) or "webrtc", as
+// in "replenish=15ms,default,quic:replenish=15ms,webrtc". A combination
+// that does not exist, or a sender given twice, is an error.
+func ParseStreams(s string) ([]Stream, error) {
+	var out []Stream
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		st, err := parseStream(f)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, st) {
+			return nil, fmt.Errorf("%w: sender %s given twice", ErrSpec, st)
+		}
+		out = append(out, st)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no senders", ErrSpec)
+	}
+	return out, nil
+}
+
+// parseStream reads one item of ParseStreams.
+func parseStream(f string) (Stream, error) {
+	tr, mode, hasTransport := strings.Cut(f, ":")
+	if !hasTransport {
+		tr, mode = TCP, f
+	}
+	tr = strings.ToLower(tr)
+	if f == WebRTC || (tr == WebRTC && (mode == "" || mode == GCC)) {
+		return Stream{Transport: WebRTC, Mode: transport.Mode{Policy: transport.Default}}, nil
+	}
+	if !slices.Contains(AllTransports, tr) {
+		return Stream{}, fmt.Errorf("%w: sender %q: transport %q (want tcp, quic or webrtc)", ErrSpec, f, tr)
+	}
+	if tr == WebRTC {
+		return Stream{}, fmt.Errorf("%w: sender %q: webrtc takes no mode (pion's GCC sets the rate)", ErrSpec, f)
+	}
+	m, err := transport.ParseMode(mode)
+	if err != nil {
+		return Stream{}, fmt.Errorf("%w: sender %q: %v", ErrSpec, f, err)
+	}
+	if err := Supports(tr, Workload{Kind: KindVideo}, m); err != nil {
+		return Stream{}, fmt.Errorf("%w: sender %q: %v", ErrSpec, f, err)
+	}
+	return Stream{Transport: tr, Mode: m}, nil
+}
+
+// Streams is a list of senders as a flag.Value (see ParseStreams).
+type Streams []Stream
+
+// Set parses s with ParseStreams.
+func (l *Streams) Set(s string) error {
+	v, err := ParseStreams(s)
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// String returns the list as Set reads it.
+func (l Streams) String() string {
+	s := make([]string, len(l))
+	for i, st := range l {
+		s[i] = st.String()
+	}
+	return strings.Join(s, ",")
+}

@@ -164,3 +164,25 @@ func TestMatrixTransportsAndLists(t *testing.T) {
 		t.Errorf("a missing file in a list: %v", err)
 	}
 }
+
+func TestParseStreams(t *testing.T) {
+	got, err := ParseStreams("replenish=15ms, default,quic:replenish,QUIC:expire=100ms,webrtc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Streams(got).String(); s != "replenish=15ms,default,quic:replenish=15ms,quic:expire=100ms,webrtc" {
+		t.Errorf("streams %q", s)
+	}
+	if got[4].ModeName() != GCC || got[2].ModeName() != "replenish=15ms" || got[0].Transport != TCP {
+		t.Errorf("streams %+v", got)
+	}
+	back, err := ParseStreams(Streams(got).String())
+	if err != nil || !reflect.DeepEqual(back, got) {
+		t.Errorf("read back as %+v, %v", back, err)
+	}
+	for _, bad := range []string{"", "quic:lowat=15000", "tcp:expire=1s", "webrtc:replenish", "sctp:default", "default,tcp:default", "quic:sometimes"} {
+		if _, err := ParseStreams(bad); !errors.Is(err, ErrSpec) {
+			t.Errorf("ParseStreams(%q) = %v, want an ErrSpec error", bad, err)
+		}
+	}
+}
