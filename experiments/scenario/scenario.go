@@ -322,11 +322,11 @@ func (p Path) EmuSchedule() (forward, reverse []emu.Step) {
 // (times since the run's start) given the schedule, in bits per second.
 func (p Path) MeanRate(from, to time.Duration) float64 {
 	if to <= from {
-		return float64(p.rateAt(from))
+		return float64(p.RateAt(from))
 	}
 	var sum float64
 	t := from
-	cur := p.rateAt(from)
+	cur := p.RateAt(from)
 	for _, st := range p.Schedule {
 		if st.At <= from || st.Rate == 0 {
 			continue
@@ -341,8 +341,9 @@ func (p Path) MeanRate(from, to time.Duration) float64 {
 	return sum / (to - from).Seconds()
 }
 
-// rateAt returns the bottleneck rate the schedule sets at time t.
-func (p Path) rateAt(t time.Duration) rate.Bitrate {
+// RateAt returns the bottleneck rate the schedule sets at time t since
+// the run's start.
+func (p Path) RateAt(t time.Duration) rate.Bitrate {
 	r := p.Rate
 	for _, st := range p.Schedule {
 		if st.At <= t && st.Rate > 0 {
@@ -350,6 +351,18 @@ func (p Path) rateAt(t time.Duration) rate.Bitrate {
 		}
 	}
 	return r
+}
+
+// RTTAt returns the round-trip time the schedule sets at time t since the
+// run's start.
+func (p Path) RTTAt(t time.Duration) time.Duration {
+	d := p.RTT
+	for _, st := range p.Schedule {
+		if st.At <= t && st.RTT > 0 {
+			d = st.RTT
+		}
+	}
+	return d
 }
 
 // Run describes one run: a workload in one mode over one transport on one

@@ -197,6 +197,28 @@ func TestMeanRate(t *testing.T) {
 	}
 }
 
+func TestRateAndRTTAt(t *testing.T) {
+	p := Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Schedule: []Step{
+		{At: 10 * time.Second, Rate: 1 * rate.Mbps},
+		{At: 15 * time.Second, RTT: 172 * time.Millisecond},
+		{At: 20 * time.Second, Rate: 4 * rate.Mbps, RTT: 80 * time.Millisecond},
+	}}
+	for _, tc := range []struct {
+		at   time.Duration
+		rate rate.Bitrate
+		rtt  time.Duration
+	}{
+		{0, 2 * rate.Mbps, 40 * time.Millisecond},
+		{10 * time.Second, rate.Mbps, 40 * time.Millisecond},
+		{16 * time.Second, rate.Mbps, 172 * time.Millisecond},
+		{time.Minute, 4 * rate.Mbps, 80 * time.Millisecond},
+	} {
+		if r, d := p.RateAt(tc.at), p.RTTAt(tc.at); r != tc.rate || d != tc.rtt {
+			t.Errorf("at %v: %v and %v, want %v and %v", tc.at, r, d, tc.rate, tc.rtt)
+		}
+	}
+}
+
 func TestRunIDAndScenario(t *testing.T) {
 	base := Run{
 		Path:     Path{Rate: 2 * rate.Mbps, RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: defaultSndbuf},

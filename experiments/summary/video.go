@@ -17,6 +17,7 @@ type videoData struct {
 	Conns     []records.Conn
 	Received  []records.ViewerFrame
 	Displayed []records.ViewerFrame
+	Lost      []records.ViewerFrame // "lost" lines: frames that never arrived whole
 }
 
 // readSenderRecords reads cmd/sender's records file.
@@ -40,6 +41,8 @@ func readViewerRecords(path string, v *videoData) error {
 			return records.Append(&v.Received, line)
 		case records.KindDisplayed:
 			return records.Append(&v.Displayed, line)
+		case records.KindLost:
+			return records.Append(&v.Lost, line)
 		}
 		return nil
 	})
@@ -160,6 +163,8 @@ func summarizeVideo(in Input, v videoData) (report.Run, []records.RunLine) {
 	}
 	t.fill(&r)
 	received(&r, in, v.Received)
+	lossFields(&r, in, v)
+	sweepFields(&r, in, frames, v.Received)
 	rs := make([]retransSample, 0, len(v.Frames))
 	for _, f := range v.Frames {
 		if f.WriteStartUs > 0 { // a frame whose record was lost has none
