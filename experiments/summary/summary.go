@@ -192,9 +192,8 @@ func baseRun(in Input) report.Run {
 	fwd := in.Final.Forward.Total
 	return report.Run{
 		ID: in.ID, Scenario: s.Title(), Mode: s.ModeName(), Transport: s.TransportName(), Workload: s.Workload.String(), CC: s.Path.CC,
-		Schedule: scenario.FormatSchedule(s.Path.Schedule),
-		RateBps:  int64(s.Path.Rate), RTTMs: float64(s.Path.RTT) / float64(time.Millisecond),
-		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss,
+		RateBps: int64(s.Path.Rate), RTTMs: float64(s.Path.RTT) / float64(time.Millisecond),
+		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss, Schedule: scenario.FormatSchedule(s.Path.Schedule),
 		DurationS: s.Duration.Seconds(), WarmupS: s.Warmup.Seconds(),
 		SourceDelayMs: report.NoPercentiles(), GoodputBps: math.NaN(), Utilization: math.NaN(),
 		BottleneckQueueMs: fwd.Queue.Only(report.Figures), EmulatorDrops: fwd.Drops,
