@@ -117,9 +117,14 @@ func floorSeries(pts []floorPoint) (names []string, series [][]floorPoint) {
 	return names, series
 }
 
+// floorMinMs is where the floor plot's logarithmic axis starts: smaller
+// values, and negative ones (a run faster than its floor's median frame),
+// are drawn there.
+const floorMinMs = 1
+
 // floorPlots draws capture to received p50 and p95 over floor_ms against
-// the bottleneck rate (log scale), one line per series (floorSeries); nil
-// when no run has a floor.
+// the bottleneck rate, both on logarithmic axes, one line per series
+// (floorSeries); nil when no run has a floor.
 func floorPlots(runs []Run) ([]*plot.Plot, error) {
 	pts := floorPoints(runs)
 	if len(pts) == 0 {
@@ -132,11 +137,13 @@ func floorPlots(runs []Run) ([]*plot.Plot, error) {
 		pick func(floorPoint) float64
 	}{{"p50", func(p floorPoint) float64 { return p.p50 }}, {"p95", func(p floorPoint) float64 { return p.p95 }}} {
 		p := newPlot()
+		hi := floorMinMs * 10.0
 		for i, s := range series {
 			xys := make(plotter.XYs, 0, len(s))
 			for _, pt := range s {
 				if v := q.pick(pt); finite(v) {
-					xys = append(xys, plotter.XY{X: pt.rate, Y: v})
+					xys = append(xys, plotter.XY{X: pt.rate, Y: max(v, floorMinMs)})
+					hi = max(hi, v)
 				}
 			}
 			if len(xys) == 0 {
@@ -146,14 +153,16 @@ func floorPlots(runs []Run) ([]*plot.Plot, error) {
 				return nil, err
 			}
 		}
-		p.Y.Label.Text = "capture to received " + q.name + " − floor (ms)"
+		p.Y.Label.Text = "capture to received " + q.name + " − floor"
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, msLogTicks{}
+		p.Y.Min, p.Y.Max = floorMinMs, math.Pow10(int(math.Ceil(math.Log10(hi))))
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = bpsLogTicks{}
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(6)
 		plots = append(plots, p)
 	}
-	plots[0].Title.Text = "capture to received over its floor (one-way delay + median frame's serialization + median encode), runs without steps"
+	plots[0].Title.Text = "capture to received over its floor, by bottleneck rate"
 	plots[len(plots)-1].X.Label.Text = "bottleneck rate (log scale)"
 	return plots, nil
 }
@@ -222,8 +231,10 @@ func overviewFigures(dir string, runs []Run, names *fileNamer) ([]figure, error)
 		return nil, err
 	}
 	fig := figure{File: names.file("capture-to-received-over-floor"),
-		Caption: "Capture to received p50 (top) and p95 (bottom) less floor_ms, against the bottleneck rate: " +
-			"how much queueing a method adds on top of what the path and the frame cost. Runs with rate or RTT steps are left out."}
+		Caption: "Capture to received p50 (top) and p95 (bottom) less floor_ms (the one-way delay, the median frame's " +
+			"serialization at the bottleneck and the median encode), against the bottleneck rate, both on log scales: " +
+			"how much queueing a method adds on top of what the path and the frame cost. Values under 1 ms are drawn at 1 ms; " +
+			"runs with rate or RTT steps are left out."}
 	if err := writeFile(filepath.Join(dir, filepath.FromSlash(fig.File)), svg); err != nil {
 		return nil, err
 	}

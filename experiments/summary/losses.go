@@ -1,6 +1,7 @@
 package summary
 
 import (
+	"math"
 	"slices"
 	"sort"
 
@@ -66,6 +67,7 @@ func freezes(tl Timeline, recv []records.ViewerFrame) *report.Freezes {
 		f.Count++
 		f.TotalMs += ms(min(b, to) - max(a, from))
 	}
+	f.TotalMs = math.Round(f.TotalMs*1000) / 1000
 	return f
 }
 

@@ -140,7 +140,7 @@ func drainRatio(in Input, win []joinedFrame) *metrics.Percentiles {
 	if len(ratios) == 0 {
 		return nil
 	}
-	p := metrics.Summarize(ratios).Only(metrics.P50 | metrics.P95 | metrics.Count)
+	p := metrics.Summarize(ratios).Only(metrics.P50 | metrics.P95 | metrics.Count).Round(4)
 	return &p
 }
 
@@ -186,7 +186,7 @@ func idleFraction(in Input, frames []joinedFrame) (*float64, string) {
 	for _, s := range both {
 		sum += s[1] - s[0]
 	}
-	v := float64(sum) / float64(to-from)
+	v := math.Round(1e6*float64(sum)/float64(to-from)) / 1e6
 	return &v, ""
 }
 
