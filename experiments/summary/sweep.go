@@ -93,7 +93,7 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 	if !ok {
 		return
 	}
-	r.FloorMs = ptr(floorAt(in.Spec.Warmup))
+	r.FloorMs = ptr(math.Round(floorAt(in.Spec.Warmup)*1000) / 1000)
 	if len(in.Spec.Path.Schedule) > 0 {
 		r.RecoveryS = recoveries(in, frames, recv, floorAt)
 	}
