@@ -1,6 +1,8 @@
 // Package report turns a results directory written by the experiments runner
 // into the published comparison: summary.json, one Markdown table per
-// scenario (summary.md), SVG plots and a self-contained index.html.
+// scenario (summary.md: a path, its runs side by side by transport and
+// mode), SVG plots (per table and across runs) and a self-contained
+// index.html.
 //
 // A results directory holds one subdirectory per run:
 //

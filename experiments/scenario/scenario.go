@@ -1,10 +1,11 @@
 // Package scenario is the language the experiments describe their runs in:
 // the flags of the run command and the lines of a matrix file, which give
 // a path (rate, RTT, queue, loss, a schedule of steps), a workload (bulk,
-// request/response or video), the send-buffer modes to compare and the
-// run's timing; and what they describe, one Run per mode, with its ID and
-// the title of the table it belongs to. Everything here is pure: parsing,
-// checking and formatting.
+// request/response or video), the transports (TCP, QUIC, WebRTC) and the
+// send-buffer modes to compare and the run's timing; and what they
+// describe, one Run per transport and mode that exists (Supports), with its
+// ID and the title of the table it belongs to; and the live demo's senders
+// (Stream). Everything here is pure: parsing, checking and formatting.
 package scenario
 
 import (
