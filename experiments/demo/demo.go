@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer srv.Close()
 
 	fmt.Fprintf(cfg.Stdout, "\n  replenish demo: open http://%s/ in a browser\n", cfg.Page.Addr())
-	fmt.Fprintf(cfg.Stdout, "  path %s, RTT %v, queue %d bytes; senders: %s\n", cfg.Path.Rate, cfg.Path.RTT,
+	fmt.Fprintf(cfg.Stdout, "  path %s, RTT %v, queue %d bytes, one bottleneck shared by every sender: %s\n", cfg.Path.Rate, cfg.Path.RTT,
 		scenario.QueueBytes(cfg.Path.Rate, cfg.Path.Queue), scenario.Streams(cfg.Streams))
 	fmt.Fprintln(cfg.Stdout, "  type: rate 500kbit | rtt 200ms | reset | status | quit   (Ctrl-C stops)")
 	fmt.Fprintln(cfg.Stdout)
