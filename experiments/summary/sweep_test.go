@@ -3,6 +3,7 @@ package summary
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,5 +230,36 @@ func TestIdleSaved(t *testing.T) {
 	}
 	if got, err := LoadInput(dir); err != nil || got.Idle.Known {
 		t.Errorf("no spans read back as %+v, %v", got.Idle, err)
+	}
+}
+
+// TestExpiredFrames checks that in the expire mode a frame that never left
+// and never arrived counts as expired, not as a delay that lasted until
+// the sender stopped.
+func TestExpiredFrames(t *testing.T) {
+	in := videoInput()
+	v := videoRecords()
+	v.Conns = []records.Conn{{EndUs: at(12 * time.Second), Frames: 300, ExpiredReset: 10}}
+	var recv []records.ViewerFrame
+	for _, x := range v.Received {
+		if i := (int(x.RTPTimestamp) - 1000) / 3000; i < 100 || i >= 110 {
+			recv = append(recv, x)
+		}
+	}
+	v.Received = recv
+	for i := 100; i < 110; i++ {
+		v.Frames[i].LeftHostUs = 0
+	}
+	for _, mode := range []string{"expire=100ms", "replenish=15ms"} {
+		in.Spec.Mode = mustMode(mode)
+		r, _ := summarizeVideo(in, v)
+		expired := slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "10 of 240 frames captured in the window expired") })
+		bounds := r.SourceDelayMs.P99 > 1000
+		if mode == "expire=100ms" && (!expired || bounds || !near(r.CaptureToReceivedMs.P99, 100, 1e-9)) {
+			t.Errorf("%s: notes %q, source delay %+v, capture to received %+v; want 10 expired frames left out", mode, r.Notes, r.SourceDelayMs, r.CaptureToReceivedMs)
+		}
+		if mode != "expire=100ms" && (expired || !bounds) {
+			t.Errorf("%s: notes %q, source delay %+v; want lower bounds, not expiry", mode, r.Notes, r.SourceDelayMs)
+		}
 	}
 }

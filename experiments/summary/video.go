@@ -9,6 +9,7 @@ import (
 	"replenish/experiments/report"
 	"replenish/metrics"
 	"replenish/records"
+	"replenish/transport"
 )
 
 // videoData is what a video run's sender and viewer recorded.
@@ -153,6 +154,9 @@ func summarizeVideo(in Input, v videoData) (report.Run, []records.RunLine) {
 		endUs = max(endUs, c.EndUs)
 	}
 	t := videoTally{endUs: endUs, parts: map[string][]float64{}, sizes: map[[2]int]int{}}
+	if in.Spec.Mode.Policy == transport.Expire {
+		t.expireUs = in.Spec.Mode.Expire.Microseconds()
+	}
 	recs := make([]records.RunLine, 0, len(frames)+len(in.Samples))
 	for _, f := range frames {
 		rec := frameLine(tl, f)
@@ -199,6 +203,11 @@ func frameLine(tl Timeline, f joinedFrame) records.RunLine {
 // videoTally gathers the frames captured in the measured window.
 type videoTally struct {
 	endUs int64 // when the sender stopped; 0 if unknown
+	// expireUs is the expiry of QUIC's expire mode in µs, 0 in other
+	// modes: a frame that never left and was never received, written more
+	// than this before the sender stopped, was reset or dropped.
+	expireUs int64
+	expired  int // such frames
 
 	frames                 int
 	delays, c2r, g2g       []float64
@@ -225,6 +234,10 @@ func (t *videoTally) add(f joinedFrame, rec records.RunLine) {
 	written := f.WriteStartUs
 	if written == 0 {
 		written = f.EncodeEndUs
+	}
+	if t.expireUs > 0 && rec.SourceDelayMs == nil && f.ReceivedUs == 0 && written > 0 && t.endUs > written+t.expireUs {
+		t.expired++ // a loss, not a delay: frames_lost and freezes count it
+		return
 	}
 	switch {
 	case rec.SourceDelayMs != nil:
@@ -277,6 +290,10 @@ func (t *videoTally) fill(r *report.Run) {
 // a bound, of n frames.
 func (t *videoTally) notes(n, misreads int) []string {
 	var notes []string
+	if t.expired > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d frames captured in the window expired (their stream was reset, or they were dropped unsent) "+
+			"and are left out of source delay and capture to received; frames_lost, freezes and expiry count them", t.expired, n))
+	}
 	if t.lost > 0 {
 		what := ""
 		if t.endUs > 0 {
