@@ -47,7 +47,7 @@ func c2rTimePlot(t table, extras map[string]*runExtra, colors map[string]int) (*
 	p.X.Label.Text = "time since start (s); dashed: measured window"
 	p.Y.Label.Text = "capture to received (log scale)"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = msLogTicks{}
+	p.Y.Tick.Marker = msLogTicks
 	p.Y.Min = math.Pow10(int(math.Floor(math.Log10(lo))))
 	p.Y.Max = math.Pow10(int(math.Ceil(math.Log10(hi))))
 	if p.Y.Max <= p.Y.Min {
@@ -154,10 +154,10 @@ func floorPlots(runs []Run) ([]*plot.Plot, error) {
 			}
 		}
 		p.Y.Label.Text = "capture to received " + q.name + " − floor"
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, msLogTicks{}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, msLogTicks
 		p.Y.Min, p.Y.Max = floorMinMs, math.Pow10(int(math.Ceil(math.Log10(hi))))
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = bpsLogTicks{}
+		p.X.Tick.Marker = bpsLogTicks
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(6)
 		plots = append(plots, p)
@@ -179,32 +179,6 @@ func addLinePoints(p *plot.Plot, label string, i int, xys plotter.XYs) error {
 	p.Add(l, pts)
 	p.Legend.Add(label, l, pts)
 	return nil
-}
-
-// bpsLogTicks marks a logarithmic rate axis: labelled decades ("100 kb/s",
-// "10 Mb/s") and unlabelled steps between them.
-type bpsLogTicks struct{}
-
-var _ plot.Ticker = bpsLogTicks{}
-
-// Ticks returns the ticks between lo and hi, which must be positive.
-func (bpsLogTicks) Ticks(lo, hi float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
-		d := math.Pow10(int(e))
-		for i := 1; i < 10; i++ {
-			v := d * float64(i)
-			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if i == 1 || i == 2 || i == 5 {
-				t.Label = rateLabel(v)
-			}
-			ticks = append(ticks, t)
-		}
-	}
-	return ticks
 }
 
 // rateLabel names a rate on an axis: "500 kb/s", "2 Mb/s", "20 Mb/s".
