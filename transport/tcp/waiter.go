@@ -51,6 +51,13 @@ func NewWaiter(tc *net.TCPConn, cfg WaiterConfig) (*Waiter, error) {
 	return &Waiter{c: c}, nil
 }
 
+// CheckMode returns an error wrapping ErrConfig if m is not a buffer policy
+// a Conn or a Waiter takes (replenish, lowat or default, with valid
+// parameters).
+func CheckMode(m transport.Mode) error {
+	return Config{Mode: m}.validate()
+}
+
 // Wait blocks until the policy invites a write, ctx is done, or the
 // connection fails, as Conn.Wait does, and returns the invitation. In
 // replenish mode TCP_NOTSENT_LOWAT is back at no limit when it returns, so
@@ -79,6 +86,9 @@ func (w *Waiter) Stats() Stats { return w.c.Stats() }
 // Info returns a fresh TCP_INFO reading of the connection. It is safe for
 // concurrent use.
 func (w *Waiter) Info() (Info, error) { return w.c.Info() }
+
+// Mode returns the buffer policy, with defaults filled in.
+func (w *Waiter) Mode() transport.Mode { return w.c.cfg.Mode }
 
 // Options returns the socket options NewWaiter set, as read back.
 func (w *Waiter) Options() Options { return w.c.Options() }
