@@ -87,6 +87,10 @@ type FrameRecord struct {
 	AppLimited   bool
 	Skipped      int // raw frames discarded unseen before this one
 	Retransmits  int // the connection's retransmitted segments before the write
+	// Drain and Lead are the invitation's: what its drain rate rests on,
+	// and the production time it allowed for.
+	Drain transport.DrainRecord
+	Lead  time.Duration
 }
 
 // Limits on what the sender keeps.
@@ -153,6 +157,8 @@ type frameTiming struct {
 	target, drain    rate.Bitrate
 	appLimited       bool
 	skipped          int
+	drainRec         transport.DrainRecord
+	lead             time.Duration
 }
 
 // Status is a snapshot for a status line.
@@ -369,6 +375,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	s.trackLocked(id, frameTiming{
 		rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data),
 		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: skipped,
+		drainRec: inv.Drain, lead: inv.Lead,
 	})
 	s.status.Frames++
 	s.status.Discarded += uint64(discarded)
@@ -487,7 +494,7 @@ func (s *Sender) reportLocked(id uint64, ft frameTiming, rec transport.SendRecor
 			Capture: ft.capture, EncodeStart: ft.encStart, EncodeEnd: ft.encEnd,
 			WriteStart: rec.WriteStart, WriteEnd: rec.WriteEnd, LeftHost: rec.LeftHost,
 			Target: ft.target, DrainRate: ft.drain, AppLimited: ft.appLimited, Skipped: ft.skipped,
-			Retransmits: rec.Retransmits,
+			Retransmits: rec.Retransmits, Drain: ft.drainRec, Lead: ft.lead,
 		})
 	}
 	since := func(t time.Time) time.Duration {

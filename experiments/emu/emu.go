@@ -12,7 +12,9 @@
 // deadlines and polls through the last tens of microseconds, because Go
 // timers are too coarse for the spacing of packets at tens of megabits per
 // second. Stats reports what happened per direction, including how late the
-// mover itself was.
+// mover itself was, and TakeIdle the spans of time in which a bottleneck had
+// nothing to send. Packets are IP packets: TCP, and UDP (QUIC, WebRTC),
+// cross the bottleneck alike.
 //
 // Start needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and the iproute2 "ip"
 // command. Close, or the end of Start's context, removes the namespaces;
@@ -177,6 +179,10 @@ type Config struct {
 	// Logger receives setup, cleanup and error messages; nil discards them.
 	Logger *slog.Logger
 }
+
+// IdleSpan is a span of wall-clock time in which a direction's bottleneck
+// had nothing to send (see Path.TakeIdle).
+type IdleSpan struct{ From, To time.Time }
 
 // Stats is a snapshot of a path's counters.
 type Stats struct {

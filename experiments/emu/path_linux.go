@@ -384,6 +384,30 @@ func (p *Path) Stats() Stats {
 	return st
 }
 
+// TakeIdle returns the spans of time in which the bottleneck of direction
+// d had nothing to send (its queue was empty), since the previous call or
+// since the path started, up to now, in time order and in wall-clock time;
+// and how many spans it could not keep between the two calls (see
+// Link.TakeIdle). A direction without a rate limit has none. A caller
+// that wants them all calls it every few seconds at most. It returns
+// nothing for an unknown direction or after Close.
+func (p *Path) TakeIdle(d Direction) (spans []IdleSpan, lost int) {
+	if d != Forward && d != Reverse {
+		return nil, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, 0
+	}
+	idle, lost := p.links[d].TakeIdle(p.mv.now())
+	spans = make([]IdleSpan, len(idle))
+	for i, s := range idle {
+		spans[i] = IdleSpan{From: p.mv.base.Add(s.From), To: p.mv.base.Add(s.To)}
+	}
+	return spans, lost
+}
+
 // Close stops the mover, closes the TUN devices and removes both namespaces.
 // Processes still running inside a namespace keep it alive, unnamed, until
 // they exit. Close is idempotent and returns the first removal's error.

@@ -913,3 +913,70 @@ func TestMTU(t *testing.T) {
 		})
 	}
 }
+
+// TestUDPFlow sends UDP across a path as a QUIC or WebRTC sender would and
+// checks that the bottleneck treats it as it treats TCP: at half the rate,
+// the one-way delay is the propagation delay plus one packet's
+// serialization and the bottleneck sits idle half the time (TakeIdle);
+// above the rate, the delivered rate is the bottleneck's and the one-way
+// delay is bounded by the queue.
+func TestUDPFlow(t *testing.T) {
+	needRoot(t)
+	const r, delay, queue = 4 * rate.Mbps, 20 * ms, 50 * ms
+	p := startPath(t, Config{Forward: LinkConfig{Rate: r, Delay: delay, QueueTime: queue}, Reverse: LinkConfig{Delay: delay}})
+	recv, send := listenUDP(t, p, Receiver), listenUDP(t, p, Sender)
+	k := collect(recv)
+	p.TakeIdle(Forward) // the idle time before the flow
+	start := time.Now()
+	blast(t, send, p.ReceiverAddr(), port(recv), MTU, r/2, 1500*ms, 0)
+	halfEnd := time.Now()
+	time.Sleep(delay + 100*ms)
+	spans, lost := p.TakeIdle(Forward)
+	blast(t, send, p.ReceiverAddr(), port(recv), MTU, r.Scale(1.5), 1500*ms, 0)
+	fullEnd := time.Now()
+	time.Sleep(delay + queue + 100*ms)
+	got := k.stop()
+
+	var idle time.Duration
+	for _, s := range spans {
+		from, to := s.From, s.To
+		if from.Before(start) {
+			from = start
+		}
+		if to.After(halfEnd) {
+			to = halfEnd
+		}
+		idle += max(to.Sub(from), 0)
+	}
+	share := idle.Seconds() / halfEnd.Sub(start).Seconds()
+	var half, full []time.Duration
+	for _, d := range got {
+		switch {
+		case d.sent.Before(halfEnd):
+			half = append(half, d.at.Sub(d.sent))
+		case d.sent.After(fullEnd.Add(-750 * ms)):
+			full = append(full, d.at.Sub(d.sent))
+		}
+	}
+	if len(half) < 100 || len(full) < 100 {
+		t.Fatalf("%d and %d datagrams in the two phases", len(half), len(full))
+	}
+	st := p.Stats().Forward
+	loaded, _ := rateBetween(got, halfEnd.Add(500*ms), fullEnd)
+	t.Logf("half rate: one-way p50 %v, idle %.1f%% (%d spans, %d lost); above the rate: %.4f Mb/s, one-way p50 %v, drops %d",
+		median(half), 100*share, len(spans), lost, loaded/1e6, median(full), st.Total.Drops)
+	if want := delay + r.Duration(MTU); median(half)-want < -ms || median(half)-want > ms {
+		t.Errorf("one-way delay at half the rate %v, want %v ± 1ms", median(half), want)
+	}
+	if share < 0.45 || share > 0.55 || lost != 0 {
+		t.Errorf("idle %.1f%% of the time at half the rate (%d spans lost), want 50%% ± 5%%", 100*share, lost)
+	}
+	if off := loaded/float64(r) - 1; off < -0.02 || off > 0.02 {
+		t.Errorf("delivered %.0f b/s above the rate, want %d ± 2%%", loaded, r)
+	}
+	limit := st.QueueLimit
+	lo, hi := delay+r.Duration(limit-MTU), delay+r.Duration(limit)
+	if m := median(full); m < lo-ms || m > hi+ms || st.Total.Drops == 0 {
+		t.Errorf("one-way delay with the queue full %v (drops %d), want %v..%v ± 1ms", m, st.Total.Drops, lo, hi)
+	}
+}

@@ -18,7 +18,7 @@ type table struct {
 	Numeric    []bool   // per column: right-aligned
 	Rows       [][]string
 	Runs       []Run    // one per row
-	Labels     []string // one per row: the mode, made unique within the table
+	Labels     []string // one per row: the mode (with its transport when the table has several), made unique within the table
 	Ratios     []string // sentences comparing default with replenish
 	Notes      []string // "label: note"
 }
@@ -132,7 +132,7 @@ func buildTable(runs []Run) table {
 	t.Labels = labels(runs)
 
 	var cols []column
-	for _, c := range columns {
+	for _, c := range append(slices.Clip(columns), sweepColumns...) {
 		if c.shown(runs) {
 			cols = append(cols, c)
 		}
@@ -170,29 +170,45 @@ func buildTable(runs []Run) table {
 	return t
 }
 
-// labels names each run by its mode, adding the run ID where a mode repeats
-// within the table.
+// labels names each run by its mode, prefixed with its transport when the
+// runs have more than one ("tcp replenish=15ms", "webrtc gcc"), adding the
+// run ID where a name repeats within the table.
 func labels(runs []Run) []string {
+	several := slices.ContainsFunc(runs, func(r Run) bool { return transportRank(r.Transport) != transportRank(runs[0].Transport) })
+	names := make([]string, len(runs))
 	count := map[string]int{}
-	for _, r := range runs {
-		count[r.Mode]++
+	for i, r := range runs {
+		names[i] = r.Mode
+		if several && r.Mode != "" {
+			names[i] = transportName(r) + " " + r.Mode
+		}
+		count[names[i]]++
 	}
 	out := make([]string, len(runs))
 	for i, r := range runs {
 		switch {
 		case r.Mode == "":
 			out[i] = r.ID
-		case count[r.Mode] > 1:
-			out[i] = r.Mode + " (" + r.ID + ")"
+		case count[names[i]] > 1:
+			out[i] = names[i] + " (" + r.ID + ")"
 		default:
-			out[i] = r.Mode
+			out[i] = names[i]
 		}
 	}
 	return out
 }
 
+// transportName returns r's transport, "tcp" for none.
+func transportName(r Run) string {
+	if r.Transport == "" {
+		return "tcp"
+	}
+	return r.Transport
+}
+
 // ratios compares, for every replenish run, the source delay p50 of the
-// default run with the same variant ("+nagle", ...) against it.
+// default run over the same transport with the same variant ("+nagle",
+// ...) against it.
 func ratios(runs []Run, labels []string) []string {
 	var out []string
 	for i, r := range runs {
@@ -200,7 +216,7 @@ func ratios(runs []Run, labels []string) []string {
 		if kind != kindReplenish {
 			continue
 		}
-		d := slices.IndexFunc(runs, func(o Run) bool { return o.Mode == "default"+variant })
+		d := slices.IndexFunc(runs, func(o Run) bool { return o.Mode == "default"+variant && transportName(o) == transportName(r) })
 		if d < 0 {
 			continue
 		}

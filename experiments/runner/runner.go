@@ -187,7 +187,8 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 		return report.Run{}, nil, err
 	}
 	in := summary.Input{Spec: spec, ID: id, TL: summary.Timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}}
-	final, samples, err := rn.watch(ctx, run{spec: spec, p: p, w: w, t0: t0, label: label})
+	p.TakeIdle(emu.Forward) // the idle time before the run's start
+	final, samples, err := rn.watch(ctx, run{spec: spec, p: p, w: w, t0: t0, label: label, idle: &in.Idle})
 	stopped = true
 	if serr := w.Stop(); err == nil && serr != nil {
 		err = serr
@@ -209,6 +210,7 @@ type run struct {
 	w     Workload
 	t0    time.Time // the sending side's start
 	label string
+	idle  *summary.IdleLog // the forward bottleneck's idle spans, gathered at every sample
 }
 
 // exits returns a channel that receives each of w's processes that exits,
@@ -233,9 +235,9 @@ func exits(w Workload) (<-chan *proc.Proc, func()) {
 	}
 }
 
-// watch samples the emulator until the end of the run, restarts the
-// emulator's totals at the end of the warm-up and updates the progress
-// line. After the window, it quiesces the workload and waits up to the
+// watch samples the emulator until the end of the run (its counters and
+// its idle spans), restarts the emulator's totals at the end of the
+// warm-up and updates the progress line. After the window, it quiesces the workload and waits up to the
 // run's drain for it to be drained. It returns the statistics at the end
 // of the window and the samples, or an error if ctx ends or a process
 // exits early.
@@ -266,6 +268,7 @@ func (rn *Runner) watch(ctx context.Context, r run) (emu.Stats, []summary.Sample
 			r.p.ResetTotals()
 			warmedUp = true
 		case now := <-tick.C:
+			r.idle.Add(r.p.TakeIdle(emu.Forward))
 			s := summary.SampleFrom(now.Sub(r.t0), r.p.Stats())
 			samples = append(samples, s)
 			line := liveLine(r.spec, warmedUp, s, r.w)
@@ -278,6 +281,7 @@ func (rn *Runner) watch(ctx context.Context, r run) (emu.Stats, []summary.Sample
 			}
 			rn.Progress.update(r.label, line)
 		case <-end.C:
+			r.idle.Add(r.p.TakeIdle(emu.Forward))
 			final = r.p.Stats()
 			if r.spec.Drain <= 0 {
 				return final, samples, nil

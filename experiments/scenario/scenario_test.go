@@ -66,7 +66,7 @@ func TestParseModes(t *testing.T) {
 		{name: "nosubmss without nagle", in: "replenish=15ms+nosubmss", wantErr: true},
 		{name: "bad lowat", in: "lowat=abc", wantErr: true},
 		{name: "none", in: " , ", wantErr: true},
-		{name: "expire is for QUIC", in: "expire=100ms", wantErr: true},
+		{name: "expire, QUIC's", in: "expire=100ms", want: []string{"expire=100ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,6 +197,28 @@ func TestMeanRate(t *testing.T) {
 	}
 }
 
+func TestRateAndRTTAt(t *testing.T) {
+	p := Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Schedule: []Step{
+		{At: 10 * time.Second, Rate: 1 * rate.Mbps},
+		{At: 15 * time.Second, RTT: 172 * time.Millisecond},
+		{At: 20 * time.Second, Rate: 4 * rate.Mbps, RTT: 80 * time.Millisecond},
+	}}
+	for _, tc := range []struct {
+		at   time.Duration
+		rate rate.Bitrate
+		rtt  time.Duration
+	}{
+		{0, 2 * rate.Mbps, 40 * time.Millisecond},
+		{10 * time.Second, rate.Mbps, 40 * time.Millisecond},
+		{16 * time.Second, rate.Mbps, 172 * time.Millisecond},
+		{time.Minute, 4 * rate.Mbps, 80 * time.Millisecond},
+	} {
+		if r, d := p.RateAt(tc.at), p.RTTAt(tc.at); r != tc.rate || d != tc.rtt {
+			t.Errorf("at %v: %v and %v, want %v and %v", tc.at, r, d, tc.rate, tc.rtt)
+		}
+	}
+}
+
 func TestRunIDAndScenario(t *testing.T) {
 	base := Run{
 		Path:     Path{Rate: 2 * rate.Mbps, RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: defaultSndbuf},
@@ -277,7 +299,7 @@ func TestFlags(t *testing.T) {
 				want := Run{
 					Path: Path{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001,
 						Schedule: []Step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
-					Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
+					Transport: TCP, Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
 					Browser: true, MaxRes: "640x360", Bitrate: 1500 * rate.Kbps, Scenario: "x",
 				}
 				if len(specs) != 1 || !reflect.DeepEqual(s, want) {
@@ -305,7 +327,7 @@ func TestFlags(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatalf("parsing: %v", err)
 			}
-			specs, err := f.Runs()
+			specs, _, err := f.Runs()
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want an ErrSpec error mentioning %q", err, tt.wantErr)
