@@ -79,11 +79,11 @@ type Runner struct {
 	Progress *Progress
 }
 
-// workload returns the processes of spec's workload on path p, with their
-// files in dir.
-func (rn *Runner) workload(spec scenario.Run, p *emu.Path, dir string) Workload {
+// workload returns the processes of spec's workload on path p (and the
+// page's leg, page, or nil), with their files in dir.
+func (rn *Runner) workload(spec scenario.Run, p, page *emu.Path, dir string) Workload {
 	if spec.Workload.Kind == scenario.KindVideo {
-		return workload.NewVideo(spec, p, dir, rn.Programs, rn.Log)
+		return workload.NewVideo(spec, p, page, dir, rn.Programs, rn.Log)
 	}
 	return workload.NewBulk(spec, p, dir, rn.Programs.Self)
 }
@@ -169,7 +169,14 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 		return report.Run{}, nil, err
 	}
 	defer p.Close()
-	w := rn.workload(spec, p, raw)
+	page, err := rn.startPageLeg(ctx, spec, p)
+	if err != nil {
+		return report.Run{}, nil, err
+	}
+	if page != nil {
+		defer page.Close()
+	}
+	w := rn.workload(spec, p, page, raw)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -183,6 +190,11 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 	fwd, rev := spec.Path.EmuSchedule()
 	p.Schedule(emu.Forward, fwd)
 	p.Schedule(emu.Reverse, rev)
+	if page != nil {
+		fwd, rev := spec.Page.EmuSchedule()
+		page.Schedule(emu.Forward, fwd)
+		page.Schedule(emu.Reverse, rev)
+	}
 	if err := w.StartSender(ctx); err != nil {
 		return report.Run{}, nil, err
 	}
@@ -201,6 +213,21 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 		return report.Run{}, nil, err
 	}
 	return summary.Summarize(in, raw)
+}
+
+// startPageLeg starts the path of spec's page leg, from p's receiver
+// namespace (the viewer's), or returns nil when spec has none.
+func (rn *Runner) startPageLeg(ctx context.Context, spec scenario.Run, p *emu.Path) (*emu.Path, error) {
+	if spec.Page == nil {
+		return nil, nil
+	}
+	cfg := spec.Page.EmuConfig(p.ReceiverNS())
+	cfg.CC, cfg.Window, cfg.Logger = p.CC(), SampleEvery, rn.EmuLog
+	page, err := emu.Start(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the page's leg: %w", err)
+	}
+	return page, nil
 }
 
 // run is a run under way, as watch sees it.
