@@ -125,6 +125,10 @@ type PageLeg struct {
 	Schedule string  `json:"schedule,omitempty"` // the leg's steps, as --page-schedule gives them
 	// OneWayMs is the leg's one-way delay toward the page at the start.
 	OneWayMs float64 `json:"one_way_ms"`
+	// QueueDelayMs is the queueing delay at the leg's bottleneck, toward
+	// the page, in the window; Drops its drop-tail refusals there.
+	QueueDelayMs metrics.Percentiles `json:"queue_delay_ms"`
+	Drops        int64               `json:"drops"`
 	// G2GMs is glass to glass of the frames displayed in the window.
 	G2GMs metrics.Percentiles `json:"g2g_ms"`
 	// FPS is the frames displayed per second, and LayerFPS the same by

@@ -88,6 +88,12 @@ var columns = []column{
 		}
 		return fmtPair(r.Page.G2GMs.P50, r.Page.G2GMs.P95)
 	}},
+	{"page leg queue p50 / p95", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
+		if r.Page == nil {
+			return missing
+		}
+		return fmtPair(r.Page.QueueDelayMs.P50, r.Page.QueueDelayMs.P95)
+	}},
 	{"page fps (TL0 · TL1 · TL2)", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
 		if r.Page == nil {
 			return missing

@@ -200,7 +200,8 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 	}
 	in := summary.Input{Spec: spec, ID: id, TL: summary.Timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}}
 	p.TakeIdle(emu.Forward) // the idle time before the run's start
-	final, samples, err := rn.watch(ctx, run{spec: spec, p: p, w: w, t0: t0, label: label, idle: &in.Idle})
+	final, samples, err := rn.watch(ctx, run{spec: spec, p: p, w: w, t0: t0, label: label, idle: &in.Idle,
+		page: page, pageFinal: &in.PageFinal})
 	stopped = true
 	if serr := w.Stop(); err == nil && serr != nil {
 		err = serr
@@ -238,6 +239,10 @@ type run struct {
 	t0    time.Time // the sending side's start
 	label string
 	idle  *summary.IdleLog // the forward bottleneck's idle spans, gathered at every sample
+	// page is the page's leg, nil without one; pageFinal receives its
+	// statistics at the end of the window.
+	page      *emu.Path
+	pageFinal **emu.Stats
 }
 
 // exits returns a channel that receives each of w's processes that exits,
@@ -293,6 +298,9 @@ func (rn *Runner) watch(ctx context.Context, r run) (emu.Stats, []summary.Sample
 				time.Since(r.t0).Seconds(), pr.Err(), pr.Name())
 		case <-warm.C:
 			r.p.ResetTotals()
+			if r.page != nil {
+				r.page.ResetTotals()
+			}
 			warmedUp = true
 		case now := <-tick.C:
 			r.idle.Add(r.p.TakeIdle(emu.Forward))
@@ -310,6 +318,10 @@ func (rn *Runner) watch(ctx context.Context, r run) (emu.Stats, []summary.Sample
 		case <-end.C:
 			r.idle.Add(r.p.TakeIdle(emu.Forward))
 			final = r.p.Stats()
+			if r.page != nil {
+				st := r.page.Stats()
+				*r.pageFinal = &st
+			}
 			if r.spec.Drain <= 0 {
 				return final, samples, nil
 			}

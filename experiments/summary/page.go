@@ -21,6 +21,10 @@ func pageFields(r *report.Run, in Input, displayed []records.ViewerFrame) {
 		Mode: leg.Mode.String(), RateBps: int64(leg.Rate), RTTMs: msOf(leg.RTT), QueueMs: msOf(leg.Queue),
 		Schedule: scenario.FormatSchedule(leg.Schedule), OneWayMs: msOf(leg.OneWay()),
 	}
+	p.QueueDelayMs = report.NoPercentiles()
+	if f := in.PageFinal; f != nil {
+		p.QueueDelayMs, p.Drops = f.Forward.Total.Queue.Only(report.Figures), f.Forward.Total.Drops
+	}
 	var g2g []float64
 	var byLayer [4]int
 	n := 0

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"replenish/experiments/emu"
 	"replenish/experiments/scenario"
+	"replenish/metrics"
 	"replenish/rate"
 	"replenish/records"
 	"replenish/transport"
@@ -19,7 +21,10 @@ func TestPageFields(t *testing.T) {
 	spec := scenario.Run{Warmup: 2 * time.Second, Duration: 8 * time.Second,
 		Page: &scenario.PageLeg{Rate: rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond,
 			Schedule: []scenario.Step{{At: 5 * time.Second, Rate: 500 * rate.Kbps}}, Mode: transport.DefaultMode}}
-	in := Input{Spec: spec, TL: Timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}}
+	final := &emu.Stats{}
+	final.Forward.Total.Drops = 3
+	final.Forward.Total.Queue = metrics.Percentiles{N: 10, P50: 120, P95: 190, P99: 199, Max: 200, Figures: metrics.All}
+	in := Input{Spec: spec, TL: Timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}, PageFinal: final}
 	tid := func(v uint8) *uint8 { return &v }
 	var displayed []records.ViewerFrame
 	// 10 s at 20 fps: layers TL0, TL2, TL1, TL2; frame 50 misread.
@@ -43,6 +48,9 @@ func TestPageFields(t *testing.T) {
 	}
 	if p.Mode != "replenish=15ms" || p.RateBps != 1_000_000 || p.RTTMs != 40 || p.QueueMs != 200 || p.OneWayMs != 20 || p.Schedule != "5s=500kbit" {
 		t.Errorf("leg %+v", p)
+	}
+	if p.Drops != 3 || p.QueueDelayMs.P50 != 120 || p.QueueDelayMs.P95 != 190 {
+		t.Errorf("the leg's queue %+v, drops %d; want the emulator's", p.QueueDelayMs, p.Drops)
 	}
 	// The window, 2 s to 10 s, holds frames 40 to 199 and 200's slot: 160.
 	if p.FPS != 160.0/8 || p.LayerFPS != [4]float64{40.0 / 8, 40.0 / 8, 80.0 / 8, 0} || p.Misreads != 1 {
