@@ -185,8 +185,11 @@ func (c *client) streamLocked(id uint32, cfg *Config) *clientStream {
 // offer queues f of stream st for the page (see relay.go) and reports
 // whether st's sender should be asked for a keyframe. The first frame of a
 // stream the page gets starts it from the stream's keyCache, which holds
-// f already unless f did not decode there either. It takes c.mu, then
-// st.mu.
+// f already unless f did not decode there either. When the way from the
+// cached keyframe to f holds more base-layer frames than ClientQueue, the
+// page shows the keyframe at once and catches up, but a new keyframe,
+// asked for now, may well come sooner over a slow link to the page (it
+// replaces what is left of the catch-up). It takes c.mu, then st.mu.
 func (c *client) offer(f *outFrame, st *stream, cfg *Config) (wantKey bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -197,12 +200,13 @@ func (c *client) offer(f *outFrame, st *stream, cfg *Config) (wantKey bool) {
 		cs.join(&st.keys, f)
 		cached := st.keys.holds(f)
 		st.mu.Unlock()
+		wantKey = cs.baseQueued()+cs.catchUpBase() > cfg.ClientQueue
 		if cached {
 			c.signal()
-			return false
+			return wantKey
 		}
 	}
-	wantKey = cs.offer(f, cfg.ClientQueue)
+	wantKey = cs.offer(f, cfg.ClientQueue) || wantKey
 	if cs.queued() > 0 {
 		c.signal()
 	}

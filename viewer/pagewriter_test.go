@@ -250,3 +250,42 @@ func TestPageLayersReported(t *testing.T) {
 	p.sendJSON(t, map[string]any{"type": "report", "frames": []map[string]any{{"stream": s.ID, "frame": 9, "ok": false, "display_ms": 1e12, "tid": 4}}})
 	p.closed(t)
 }
+
+// TestLongCatchUpAsksForKeyframe checks that a page joining a stream whose
+// latest keyframe is more base-layer frames behind than its queue holds
+// starts from the cache at once and asks for a keyframe, which replaces
+// what is left of the catch-up when it comes.
+func TestLongCatchUpAsksForKeyframe(t *testing.T) {
+	cfg := Config{ClientQueue: 4, ReportWindow: time.Second, ReportCap: 4}
+	frames := framesOf(t, "K 2s 1s 2 0 2s 1s 2 0 2s 1s 2 0 2s 1s 2 0 2s 1s 2 0 K")
+	for _, tc := range []struct {
+		name    string
+		cached  int  // frames the stream has had before the page joins
+		wantKey bool // the join asks for a keyframe
+	}{
+		{"four base-layer frames to catch up", 12, false},
+		{"six", 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &stream{id: 1}
+			for _, f := range frames[:tc.cached] {
+				st.keys.add(f, 128, 1<<20)
+			}
+			live := frames[tc.cached]
+			st.keys.add(live, 128, 1<<20)
+			c := newClient(1, "x", nil)
+			if got := c.offer(live, st, &cfg); got != tc.wantKey {
+				t.Fatalf("join asked for a keyframe: %v, want %v", got, tc.wantKey)
+			}
+			first, catchUp := c.nextFrameLocked()
+			if first == nil || !first.key || !catchUp {
+				t.Fatalf("first frame %+v (catch-up %v), want the cached keyframe", first, catchUp)
+			}
+			key := frames[len(frames)-1]
+			c.offer(key, st, &cfg)
+			if f, catchUp := c.nextFrameLocked(); f != key || catchUp {
+				t.Fatalf("after a new keyframe the page got %+v (catch-up %v), want the keyframe", f, catchUp)
+			}
+		})
+	}
+}

@@ -323,6 +323,17 @@ func (r *relay) baseQueued() int {
 	return n
 }
 
+// catchUpBase returns the number of queued catch-up base-layer frames.
+func (r *relay) catchUpBase() int {
+	n := 0
+	for _, e := range r.q {
+		if e.f.base() && e.catchUp {
+			n++
+		}
+	}
+	return n
+}
+
 // lastBase returns the index of the last queued base-layer frame, or -1.
 func (r *relay) lastBase() int {
 	for i := len(r.q) - 1; i >= 0; i-- {
