@@ -56,10 +56,13 @@ type client struct {
 	// waiter invites the writer's frames (Config.PageMode); nil leaves
 	// the connection unmanaged: frames go as fast as it takes them.
 	waiter *tcp.Waiter
-	wake   chan struct{} // capacity 1: the writer has something to send
-	done   chan struct{} // closed by close
-	once   sync.Once
-	cause  error // why the viewer closed the connection; set in once
+	// delayTarget is the queueing delay on the page's leg above which
+	// upper-layer frames wait (gate.go); Config.PageDelayTarget.
+	delayTarget time.Duration
+	wake        chan struct{} // capacity 1: the writer has something to send
+	done        chan struct{} // closed by close
+	once        sync.Once
+	cause       error // why the viewer closed the connection; set in once
 
 	mu        sync.Mutex // guards following fields
 	hello     bool       // the hello message is still to be sent
@@ -233,22 +236,29 @@ func (c *client) queuedLocked() bool {
 	return false
 }
 
-// nextFrameLocked removes and returns the frame to send now (relay.take)
-// of the stream whose oldest queued frame is the oldest, and whether it is
-// a catch-up frame; nil when nothing is queued.
-func (c *client) nextFrameLocked() (*outFrame, bool) {
+// nextFrameLocked removes and returns the frame to send now (relay.take,
+// upper layers only if uppers) of the stream whose oldest queued frame is
+// the oldest, and whether it is a catch-up frame; nil when nothing can go.
+func (c *client) nextFrameLocked(uppers bool) (*outFrame, bool) {
+	var held map[*clientStream]bool // streams whose head waits for the gate
 	for {
 		var best *clientStream
 		for _, cs := range c.streams {
-			if h := cs.head(); h != nil && (best == nil || h.seq < best.head().seq) {
+			if h := cs.head(); h != nil && !held[cs] && (best == nil || h.seq < best.head().seq) {
 				best = cs
 			}
 		}
 		if best == nil {
 			return nil, false
 		}
-		if f, catchUp := best.take(); f != nil {
+		if f, catchUp := best.take(uppers); f != nil {
 			return f, catchUp
+		}
+		if best.queued() > 0 {
+			if held == nil {
+				held = make(map[*clientStream]bool)
+			}
+			held[best] = true
 		}
 	}
 }
@@ -319,6 +329,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 
 	log := s.log.With("page", c.id, "remote", c.remote)
 	c.waiter = s.pageWaiter(conn, log)
+	c.delayTarget = s.cfg.PageDelayTarget
 	log.Info("page connected", "mode", c.mode())
 	var writer sync.WaitGroup
 	writer.Go(func() {
@@ -477,13 +488,18 @@ func (s *Server) nextPageMessage(c *client) (int, []byte, bool, error) {
 	case !frames:
 		return 0, nil, false, nil
 	}
+	uppers := true
 	if c.waiter != nil {
-		if _, err := c.waiter.Wait(context.Background()); err != nil {
+		inv, err := c.waiter.Wait(context.Background())
+		if err != nil {
 			return 0, nil, false, err
+		}
+		if info, err := c.waiter.Info(); err == nil {
+			uppers = uppersAllowed(c.delayTarget, info, inv.DrainRate)
 		}
 	}
 	c.mu.Lock()
-	f, catchUp := c.nextFrameLocked()
+	f, catchUp := c.nextFrameLocked(uppers)
 	c.mu.Unlock()
 	switch {
 	case f == nil:

@@ -277,13 +277,13 @@ func TestLongCatchUpAsksForKeyframe(t *testing.T) {
 			if got := c.offer(live, st, &cfg); got != tc.wantKey {
 				t.Fatalf("join asked for a keyframe: %v, want %v", got, tc.wantKey)
 			}
-			first, catchUp := c.nextFrameLocked()
+			first, catchUp := c.nextFrameLocked(true)
 			if first == nil || !first.key || !catchUp {
 				t.Fatalf("first frame %+v (catch-up %v), want the cached keyframe", first, catchUp)
 			}
 			key := frames[len(frames)-1]
 			c.offer(key, st, &cfg)
-			if f, catchUp := c.nextFrameLocked(); f != key || catchUp {
+			if f, catchUp := c.nextFrameLocked(true); f != key || catchUp {
 				t.Fatalf("after a new keyframe the page got %+v (catch-up %v), want the keyframe", f, catchUp)
 			}
 		})

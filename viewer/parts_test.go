@@ -357,7 +357,7 @@ func TestNextFrameOrder(t *testing.T) {
 	// Keyframes replace queued frames of the same stream: left are
 	// stream 2's seq 3, stream 1's seq 4 and stream 3's seq 5.
 	var got []uint64
-	for f, _ := c.nextFrameLocked(); f != nil; f, _ = c.nextFrameLocked() {
+	for f, _ := c.nextFrameLocked(true); f != nil; f, _ = c.nextFrameLocked(true) {
 		got = append(got, f.seq)
 	}
 	if want := []uint64{3, 4, 5}; !slices.Equal(got, want) {

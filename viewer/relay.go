@@ -238,9 +238,15 @@ func (r *relay) overflow(f *outFrame) {
 }
 
 // take removes and returns the frame to send now and whether it is a
-// catch-up frame, or nil when nothing is queued.
-func (r *relay) take() (*outFrame, bool) {
+// catch-up frame, or nil when nothing is queued. Without uppers (the
+// page's leg is queueing, see gate.go) it takes only a base-layer or
+// catch-up frame at the head; upper-layer frames then wait, to go when the
+// gate opens or to be dropped when a base-layer frame comes after them.
+func (r *relay) take(uppers bool) (*outFrame, bool) {
 	for len(r.q) > 0 {
+		if !uppers && !r.q[0].f.base() && !r.q[0].catchUp {
+			return nil, false
+		}
 		i := 0
 		if !r.q[0].f.base() && !r.q[0].catchUp {
 			i = r.freshest()

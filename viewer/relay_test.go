@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"replenish/framer"
 )
@@ -47,7 +48,8 @@ func framesOf(t *testing.T, tokens string) []*outFrame {
 
 // runRelay plays ops on a relay with queue depth depth, offering frames in
 // order: "o" offers the next frame, which must not ask for a keyframe, "O"
-// offers one that must; "t" takes a frame. It returns the seq of each
+// offers one that must; "t" takes a frame, "b" takes one with the upper
+// layers held (gate.go). It returns the seq of each
 // take (0 for none), with a "c" after the seq of a catch-up frame.
 func runRelay(t *testing.T, r *relay, frames []*outFrame, ops string, depth int) []string {
 	t.Helper()
@@ -63,8 +65,8 @@ func runRelay(t *testing.T, r *relay, frames []*outFrame, ops string, depth int)
 				t.Fatalf("op %d: offering frame %d asked for a keyframe: %v", i, next+1, got)
 			}
 			next++
-		case 't':
-			f, catchUp := r.take()
+		case 't', 'b':
+			f, catchUp := r.take(op == 't')
 			s := "0"
 			if f != nil {
 				s = fmt.Sprint(f.seq)
@@ -113,6 +115,12 @@ func TestRelaySelection(t *testing.T) {
 			"K 2s 1s 0 K", "ooooo t t", "5 0", [4]uint64{2, 1, 1}},
 		{"no keyframe yet: frames are skipped uncounted",
 			"0 2s K 2s", "OO ot ot", "3 4", [4]uint64{}},
+		{"a closed gate holds upper frames; the next base-layer frame drops them",
+			"K 2s 1s 0 2s", "ot oo b o b o t", "1 0 4 5", [4]uint64{0, 1, 1}},
+		{"held upper frames go, the freshest first, once the gate opens",
+			"K 2s 1s", "ot oo b t t", "1 0 3 0", [4]uint64{0, 0, 1}},
+		{"a closed gate lets base-layer frames through",
+			"K 0 0", "oo b o b b b", "1 2 3 0", [4]uint64{}},
 		{"without layers: fills to depth",
 			"k d d", "ooo ttt t", "1 2 3 0", [4]uint64{}},
 		{"without layers: overflow drops the queue and skips to a keyframe",
@@ -163,7 +171,7 @@ func TestRelayDecodes(t *testing.T) {
 				if (i+1)%every != 0 {
 					continue
 				}
-				g, _ := r.take()
+				g, _ := r.take(true)
 				if g == nil {
 					continue
 				}
@@ -263,5 +271,39 @@ func TestKeyCacheJoin(t *testing.T) {
 	}
 	if byBytes.frames() != 0 {
 		t.Errorf("a cache past its byte cap holds %d frames", byBytes.frames())
+	}
+}
+
+// TestNextFrameGated checks that a page whose gate is closed gets another
+// stream's base-layer frame past a stream whose head is an upper-layer
+// frame, and nothing, without looping, when only upper frames wait.
+func TestNextFrameGated(t *testing.T) {
+	cfg := Config{ClientQueue: 4, ReportWindow: time.Second, ReportCap: 4}
+	c := newClient(1, "x", nil)
+	a := framesOf(t, "K 2s")
+	b := framesOf(t, "K 0")
+	for _, f := range b {
+		f.stream = 2
+	}
+	// Orders frames across the streams: a's K, b's K, a's 2s, b's 0.
+	for i, f := range []*outFrame{a[0], b[0], a[1], b[1]} {
+		f.seq = uint64(i + 1)
+	}
+	for _, f := range []*outFrame{a[0], b[0]} {
+		c.offer(f, nil, &cfg)
+		if g, _ := c.nextFrameLocked(false); g != f {
+			t.Fatalf("got %+v, want the keyframe of stream %d", g, f.stream)
+		}
+	}
+	c.offer(a[1], nil, &cfg)
+	if g, _ := c.nextFrameLocked(false); g != nil {
+		t.Fatalf("only an upper frame waits and the gate is closed: got %+v", g)
+	}
+	c.offer(b[1], nil, &cfg)
+	if g, _ := c.nextFrameLocked(false); g != b[1] {
+		t.Fatalf("got %+v, want stream 2's TL0 frame past stream 1's held TL2 frame", g)
+	}
+	if g, _ := c.nextFrameLocked(true); g != a[1] {
+		t.Fatalf("gate open: got %+v, want stream 1's TL2 frame", g)
 	}
 }

@@ -140,6 +140,14 @@ type Config struct {
 	// connection takes them (its send buffer absorbs seconds); lowat
 	// sets a fixed TCP_NOTSENT_LOWAT.
 	PageMode transport.Mode
+	// PageDelayTarget bounds the queueing delay on a managed page's leg:
+	// when a frame written now would wait longer than this behind the
+	// connection's unsent and in-flight bytes (at its drain rate, less a
+	// minimum round trip's worth), the page gets base-layer frames only,
+	// so that a congestion control that fills the leg's queue cannot hold
+	// frames there (default 50 ms; see gate.go). It does not apply in the
+	// default PageMode.
+	PageDelayTarget time.Duration
 	// KeyCacheFrames and KeyCacheBytes cap what each stream keeps for
 	// pages that join it: its latest keyframe and the frames since that
 	// its newest frame needs (default 128 frames, 2 MiB). Past either it
@@ -283,6 +291,7 @@ func (c *Config) withDefaults() error {
 		{"RateWindow", &c.RateWindow, DefaultRateWindow},
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"ReorderWait", &c.ReorderWait, DefaultReorderWait},
+		{"PageDelayTarget", &c.PageDelayTarget, DefaultPageDelayTarget},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
