@@ -176,6 +176,14 @@ type Config struct {
 	// is then at least 32 MiB; autotuning may grow it), up to 1 GiB. 0
 	// keeps Linux's 16 KiB.
 	SendBuffer int
+	// SenderNS, when set, names an existing network namespace (another
+	// path's side, say) to use as this path's sender side instead of a
+	// new one: the path adds its TUN device there, under a name of its
+	// own, and leaves the namespace's settings (TCP buffers, congestion
+	// control, SendBuffer) and the namespace itself alone; its device
+	// goes away at Close. A process in that namespace then reaches both
+	// paths, as a relay between two links does.
+	SenderNS string
 	// Logger receives setup, cleanup and error messages; nil discards them.
 	Logger *slog.Logger
 }

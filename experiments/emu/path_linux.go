@@ -20,7 +20,9 @@ import (
 	"replenish/rate"
 )
 
-// tunName is the name of the TUN device in each of a path's namespaces.
+// tunName is the name of the TUN device in each namespace a path creates;
+// in a namespace it borrows (Config.SenderNS) the device is named after the
+// path's stem instead.
 const tunName = "emu0"
 
 // Socket buffer limits set in both namespaces (min, default, max bytes): the
@@ -40,11 +42,14 @@ const (
 type Path struct {
 	log  *slog.Logger
 	ns   [2]string     // namespace names, by Side
+	tun  [2]string     // TUN device names, by Side
 	addr [2]netip.Addr // TUN addresses, by Side
-	cc   string
-	mtu  int
-	wmem [2]string // net.ipv4.tcp_wmem, by Side
-	mv   *mover
+	// borrowed: the sender side is another's namespace (Config.SenderNS).
+	borrowed bool
+	cc       string
+	mtu      int
+	wmem     [2]string // net.ipv4.tcp_wmem, by Side
+	mv       *mover
 
 	nsMu     sync.RWMutex // guards nsfd and nsClosed
 	nsfd     [2]int       // open namespace files, for Do
@@ -93,6 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 	p := &Path{
 		log:    cfg.Logger,
 		ns:     [2]string{stem + "-s", stem + "-r"},
+		tun:    [2]string{tunName, tunName},
 		addr:   [2]netip.Addr{netip.AddrFrom4([4]byte{10, r[0], r[1], 1}), netip.AddrFrom4([4]byte{10, r[0], r[1], 2})},
 		cc:     cfg.CC,
 		mtu:    cfg.MTU,
@@ -101,6 +107,10 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 		links:  links,
 		meters: [2]*meter{newMeter(cfg.Window), newMeter(cfg.Window)},
 		done:   make(chan struct{}),
+	}
+	if cfg.SenderNS != "" {
+		p.ns[Sender], p.borrowed = cfg.SenderNS, true
+		p.tun[Sender] = fmt.Sprintf("emu%02x%02x%02x", r[0], r[1], r[2])
 	}
 	if err := p.build(ctx); err != nil {
 		return nil, err
@@ -135,6 +145,9 @@ func (cfg Config) resolve() (Config, [2]*Link, error) {
 	}
 	if cfg.CC == "" {
 		cfg.CC = "cubic"
+	}
+	if cfg.SenderNS != "" && (strings.ContainsAny(cfg.SenderNS, "/\x00") || cfg.SenderNS == "." || cfg.SenderNS == "..") {
+		return cfg, links, fmt.Errorf("%w: sender namespace %q", ErrConfig, cfg.SenderNS)
 	}
 	if strings.ContainsAny(cfg.CC, "/. \t\n") {
 		return cfg, links, fmt.Errorf("%w: congestion control %q", ErrConfig, cfg.CC)
@@ -228,14 +241,17 @@ func describe(c LinkConfig) string {
 	return fmt.Sprintf("%s delay %v loss %g", r, c.Delay, c.Loss)
 }
 
-// setup creates and configures the namespace of one side and returns the
-// descriptor of its TUN device.
+// setup creates and configures the namespace of one side, or opens the
+// borrowed one, and returns the descriptor of its TUN device.
 func (p *Path) setup(ctx context.Context, s Side) (int, error) {
-	name := p.ns[s]
-	if err := ipCmd(ctx, "", "netns", "add", name); err != nil {
-		return -1, err
+	name, dev := p.ns[s], p.tun[s]
+	borrowed := s == Sender && p.borrowed
+	if !borrowed {
+		if err := ipCmd(ctx, "", "netns", "add", name); err != nil {
+			return -1, err
+		}
+		p.created = append(p.created, name)
 	}
-	p.created = append(p.created, name)
 	nsfd, err := unix.Open(filepath.Join(netnsDir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("emu: open namespace %s: %w", name, err)
@@ -243,26 +259,17 @@ func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 	p.nsfd[s] = nsfd
 	tun := -1
 	err = inNetns(nsfd, func() error {
-		for _, kv := range [][2]string{
-			{"net.ipv6.conf.all.disable_ipv6", "1"}, // also sets default
-			{"net.ipv4.tcp_wmem", p.wmem[s]},
-			{"net.ipv4.tcp_rmem", tcpRmem},
-			{"net.ipv4.tcp_no_metrics_save", "1"},
-		} {
-			if err := writeSysctl(kv[0], kv[1]); err != nil {
+		if !borrowed {
+			if err := p.configure(s); err != nil {
 				return err
 			}
 		}
-		if err := writeSysctl("net.ipv4.tcp_congestion_control", p.cc); err != nil {
-			avail, _ := readSysctl("net.ipv4.tcp_available_congestion_control")
-			return fmt.Errorf("%w: %q (available: %s): %v", ErrCC, p.cc, avail, err)
-		}
-		fd, err := openTUN(tunName)
+		fd, err := openTUN(dev)
 		if err != nil {
 			return err
 		}
 		tun = fd
-		return writeSysctl("net.ipv6.conf."+tunName+".disable_ipv6", "1")
+		return writeSysctl("net.ipv6.conf."+dev+".disable_ipv6", "1")
 	})
 	if err != nil {
 		if tun >= 0 {
@@ -270,13 +277,37 @@ func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 		}
 		return -1, fmt.Errorf("emu: namespace %s: %w", name, err)
 	}
-	batch := fmt.Sprintf("link set lo up\nlink set %s mtu %d txqueuelen 10000 up\naddr add %s peer %s dev %s\n",
-		tunName, p.mtu, p.addr[s], p.addr[1-s], tunName)
+	var batch string
+	if !borrowed {
+		batch = "link set lo up\n"
+	}
+	batch += fmt.Sprintf("link set %s mtu %d txqueuelen 10000 up\naddr add %s peer %s dev %s\n",
+		dev, p.mtu, p.addr[s], p.addr[1-s], dev)
 	if err := ipCmd(ctx, batch, "-n", name, "-batch", "-"); err != nil {
 		unix.Close(tun)
 		return -1, err
 	}
 	return tun, nil
+}
+
+// configure sets the sysctls of side s's new namespace, from inside it:
+// IPv6 off, the TCP buffers, metrics caching off, the congestion control.
+func (p *Path) configure(s Side) error {
+	for _, kv := range [][2]string{
+		{"net.ipv6.conf.all.disable_ipv6", "1"}, // also sets default
+		{"net.ipv4.tcp_wmem", p.wmem[s]},
+		{"net.ipv4.tcp_rmem", tcpRmem},
+		{"net.ipv4.tcp_no_metrics_save", "1"},
+	} {
+		if err := writeSysctl(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if err := writeSysctl("net.ipv4.tcp_congestion_control", p.cc); err != nil {
+		avail, _ := readSysctl("net.ipv4.tcp_available_congestion_control")
+		return fmt.Errorf("%w: %q (available: %s): %v", ErrCC, p.cc, avail, err)
+	}
+	return nil
 }
 
 // SenderNS returns the name of the sender side's network namespace, usable

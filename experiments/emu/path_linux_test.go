@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -493,6 +494,7 @@ func TestStartConfigErrors(t *testing.T) {
 		{"MTU too large", Config{MTU: 9000}, ErrConfig},
 		{"negative send buffer", Config{SendBuffer: -1}, ErrConfig},
 		{"send buffer too large", Config{SendBuffer: 2 << 30}, ErrConfig},
+		{"sender namespace with a slash", Config{SenderNS: "../x"}, ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -978,5 +980,76 @@ func TestUDPFlow(t *testing.T) {
 	lo, hi := delay+r.Duration(limit-MTU), delay+r.Duration(limit)
 	if m := median(full); m < lo-ms || m > hi+ms || st.Total.Drops == 0 {
 		t.Errorf("one-way delay with the queue full %v (drops %d), want %v..%v ± 1ms", m, st.Total.Drops, lo, hi)
+	}
+}
+
+// TestSecondPathFromANamespace checks a path whose sender side is another
+// path's receiver namespace: a process there reaches both paths' far
+// sides; the second path carries (and shapes) what goes across it; and
+// its Close removes its device but leaves the borrowed namespace, and the
+// first path, working.
+func TestSecondPathFromANamespace(t *testing.T) {
+	needRoot(t)
+	first := startPath(t, Config{})
+	second, err := Start(context.Background(), Config{SenderNS: first.ReceiverNS(), Forward: LinkConfig{Rate: 10 * rate.Mbps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if second.SenderNS() != first.ReceiverNS() || second.SenderAddr() == first.ReceiverAddr() {
+		t.Fatalf("second path: sender %s at %v; first's receiver %s at %v", second.SenderNS(), second.SenderAddr(), first.ReceiverNS(), first.ReceiverAddr())
+	}
+	// A listener in the shared namespace, on every address.
+	var ln net.Listener
+	if err := first.Do(Receiver, func() (err error) { ln, err = net.Listen("tcp4", "0.0.0.0:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	lport := ln.Addr().(*net.TCPAddr).Port
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); c.Write(make([]byte, 100_000)) }()
+		}
+	}()
+	fetch := func(p *Path, s Side, addr netip.Addr) (int64, error) {
+		var c net.Conn
+		if err := p.Do(s, func() (err error) {
+			c, err = net.DialTimeout("tcp4", netip.AddrPortFrom(addr, uint16(lport)).String(), 5*time.Second)
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		return io.Copy(io.Discard, c)
+	}
+	before := second.Stats().Forward.Total.Bytes
+	if n, err := fetch(second, Receiver, second.SenderAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the second path: %d bytes, %v", n, err)
+	}
+	if moved := second.Stats().Forward.Total.Bytes - before; moved < 100_000 {
+		t.Errorf("the second path moved %d bytes forward, want the 100000 sent across it", moved)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path: %d bytes, %v", n, err)
+	}
+	dev := second.tun[Sender]
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !nsExists(first.ReceiverNS()) {
+		t.Fatal("closing the second path removed the namespace it borrowed")
+	}
+	var links []net.Interface
+	first.Do(Receiver, func() (err error) { links, err = net.Interfaces(); return err })
+	if slices.ContainsFunc(links, func(i net.Interface) bool { return i.Name == dev }) {
+		t.Errorf("device %s still in the borrowed namespace after Close", dev)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path after the second closed: %d bytes, %v", n, err)
 	}
 }

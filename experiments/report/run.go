@@ -107,7 +107,36 @@ type Run struct {
 	// experiments/README.md for the criteria).
 	RecoveryS []*float64 `json:"recovery_s,omitempty"`
 
+	// Page is the page's own leg (--page-rate) and what the page behind
+	// it displayed in the window; absent without one.
+	Page *PageLeg `json:"page,omitempty"`
+
 	Notes []string `json:"notes,omitempty"` // e.g. "goodput still converging"
+}
+
+// PageLeg describes a video run's page leg, the emulated path between the
+// viewer and its page, and what the page displayed in the measured window
+// (by the time it displayed them).
+type PageLeg struct {
+	Mode     string  `json:"mode"`     // the viewer's policy toward the page: "replenish=15ms", "default"
+	RateBps  int64   `json:"rate_bps"` // the leg's bottleneck rate at the start
+	RTTMs    float64 `json:"rtt_ms"`
+	QueueMs  float64 `json:"queue_ms"`
+	Schedule string  `json:"schedule,omitempty"` // the leg's steps, as --page-schedule gives them
+	// OneWayMs is the leg's one-way delay toward the page at the start.
+	OneWayMs float64 `json:"one_way_ms"`
+	// QueueDelayMs is the queueing delay at the leg's bottleneck, toward
+	// the page, in the window; Drops its drop-tail refusals there.
+	QueueDelayMs metrics.Percentiles `json:"queue_delay_ms"`
+	Drops        int64               `json:"drops"`
+	// G2GMs is glass to glass of the frames displayed in the window.
+	G2GMs metrics.Percentiles `json:"g2g_ms"`
+	// FPS is the frames displayed per second, and LayerFPS the same by
+	// temporal layer (TID 0 to 3; keyframes and a stream without layers
+	// in 0).
+	FPS      float64    `json:"fps"`
+	LayerFPS [4]float64 `json:"layer_fps"`
+	Misreads int        `json:"misreads"` // displayed frames whose timestamp did not read
 }
 
 // FreezeMs is the shortest gap between two frames received that counts as

@@ -82,6 +82,25 @@ var columns = []column{
 		}
 		return fmtPair(r.G2GMs.P50, r.G2GMs.P95)
 	}},
+	{"page g2g p50 / p95", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
+		if r.Page == nil {
+			return missing
+		}
+		return fmtPair(r.Page.G2GMs.P50, r.Page.G2GMs.P95)
+	}},
+	{"page leg queue p50 / p95", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
+		if r.Page == nil {
+			return missing
+		}
+		return fmtPair(r.Page.QueueDelayMs.P50, r.Page.QueueDelayMs.P95)
+	}},
+	{"page fps (TL0 · TL1 · TL2)", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
+		if r.Page == nil {
+			return missing
+		}
+		l := r.Page.LayerFPS
+		return fmt.Sprintf("%.1f (%.1f · %.1f · %.1f)", r.Page.FPS, l[0], l[1], l[2])
+	}},
 }
 
 // partOrder is the order of the known latency parts; others follow by name.
@@ -181,6 +200,9 @@ func labels(runs []Run) []string {
 		names[i] = r.Mode
 		if several && r.Mode != "" {
 			names[i] = transportName(r) + " " + r.Mode
+		}
+		if r.Page != nil && r.Mode != "" {
+			names[i] += ", page " + r.Page.Mode
 		}
 		count[names[i]]++
 	}

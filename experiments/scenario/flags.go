@@ -51,6 +51,13 @@ type Flags struct {
 	MaxRes     string
 	Bitrate    string
 	Scenario   string
+	// The page's leg (PageLeg): without PageRate the page, if any, sees
+	// the viewer over loopback.
+	PageRate     string
+	PageRTT      time.Duration
+	PageQueue    time.Duration
+	PageSchedule string
+	PageModes    Modes
 }
 
 // Defaults returns the flags' defaults: the published table's path
@@ -62,6 +69,7 @@ func Defaults() Flags {
 		Rate: "2mbit", RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, Modes: slices.Clone(DefaultModes), Transports: Transports{TCP},
 		Workload: KindBulk, Duration: 40 * time.Second, Warmup: 5 * time.Second, CC: "cubic",
 		Sndbuf: fmt.Sprintf("%dMiB", defaultSndbuf>>20), Drain: 30 * time.Second,
+		PageRTT: 40 * time.Millisecond, PageQueue: 200 * time.Millisecond, PageModes: Modes{transport.DefaultMode},
 	}
 }
 
@@ -86,6 +94,11 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.MaxRes, "max-res", f.MaxRes, "video: largest resolution `WxH` the sender may send (default the sender's)")
 	fs.StringVar(&f.Bitrate, "bitrate", f.Bitrate, "video: the sender's starting target `rate`, where default and lowat modes, which give it no view of the path, stay (default: the bottleneck rate)")
 	fs.StringVar(&f.Scenario, "scenario", f.Scenario, "`title` of the table these runs form (default: made from the workload and the path)")
+	fs.StringVar(&f.PageRate, "page-rate", f.PageRate, "video: put the page (headless Chromium; implies --browser) behind a leg of its own from the viewer, with this bottleneck `rate`")
+	fs.DurationVar(&f.PageRTT, "page-rtt", f.PageRTT, "the page leg's round-trip `delay`")
+	fs.DurationVar(&f.PageQueue, "page-queue", f.PageQueue, "the page leg's drop-tail queue as `time` at its rate")
+	fs.StringVar(&f.PageSchedule, "page-schedule", f.PageSchedule, "the page leg's rate and RTT `steps` after the start, as --schedule")
+	fs.Var(&f.PageModes, "page-modes", "comma `list` of the viewer's buffer policies toward the page, one run each: replenish=DURATION, default")
 }
 
 // Runs checks the flags and returns one run per transport and mode, and a
@@ -104,6 +117,7 @@ func (f Flags) Runs() (runs []Run, skipped []string, err error) {
 		transports = Transports{TCP}
 	}
 	runs, skipped = runsOver(transports, proto, f.Modes)
+	runs = withPageModes(runs, f.PageModes)
 	if len(runs) == 0 {
 		return nil, skipped, fmt.Errorf("%w: no run: %s", ErrSpec, strings.Join(skipped, "; "))
 	}
@@ -146,10 +160,14 @@ func (f Flags) proto() (Run, error) {
 	if w.Kind != KindVideo && (f.Browser || f.MaxRes != "" || f.Bitrate != "") {
 		return Run{}, fmt.Errorf("%w: --browser, --max-res and --bitrate apply to the video workload only", ErrSpec)
 	}
+	page, err := f.pageLeg(w)
+	if err != nil {
+		return Run{}, err
+	}
 	path := Path{Rate: r, RTT: f.RTT, Queue: f.Queue, Loss: f.Loss, Schedule: sched, CC: f.CC, Sndbuf: sndbuf, MTU: f.MTU}
 	return Run{
 		Path: path, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
-		Browser: f.Browser, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario,
+		Browser: f.Browser || page != nil, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario, Page: page,
 	}, nil
 }
 

@@ -387,6 +387,10 @@ type Run struct {
 	// bottleneck rate, as an application configured for its link would.
 	Bitrate  rate.Bitrate
 	Scenario string // table title; "" derives one
+	// Page, for a video run, puts the page behind a leg of its own (a
+	// second emulated path from the viewer's namespace); nil: the page, if
+	// any, reaches the viewer over loopback.
+	Page *PageLeg `json:",omitempty"`
 }
 
 // Limits of the video sender's -bitrate.
@@ -457,7 +461,10 @@ func (s Run) ID() string {
 	if s.Bitrate > 0 {
 		parts = append(parts, "br"+FormatRate(s.Bitrate))
 	}
-	if s.Browser {
+	switch {
+	case s.Page != nil:
+		parts = append(parts, s.Page.id())
+	case s.Browser:
 		parts = append(parts, "browser")
 	}
 	return sanitizeID(strings.Join(parts, "-"))
@@ -507,7 +514,10 @@ func (s Run) Title() string {
 	if s.Bitrate > 0 {
 		parts = append(parts, "sender bitrate "+s.Bitrate.String())
 	}
-	if s.Browser {
+	switch {
+	case s.Page != nil:
+		parts = append(parts, s.Page.describe())
+	case s.Browser:
 		parts = append(parts, "browser")
 	}
 	return strings.Join(parts, ", ")

@@ -30,6 +30,8 @@ type savedInput struct {
 	// Idle is in.Idle with its spans in µs since T0; absent in files
 	// written before it was gathered.
 	Idle *IdleLog `json:",omitempty"`
+	// PageFinal is in.PageFinal; absent without a page leg.
+	PageFinal *emu.Stats `json:",omitempty"`
 }
 
 // SaveInput writes in to dir/input.json (records.InputFile), so that the
@@ -43,7 +45,8 @@ func SaveInput(dir string, in Input) error {
 			idle.Spans[i] = [2]int64{s[0] - t0, s[1] - t0}
 		}
 	}
-	data, err := json.Marshal(savedInput{Version: inputVersion, ID: in.ID, Spec: in.Spec, T0Us: t0, Final: in.Final, Samples: in.Samples, Idle: idle})
+	data, err := json.Marshal(savedInput{Version: inputVersion, ID: in.ID, Spec: in.Spec, T0Us: t0, Final: in.Final, Samples: in.Samples, Idle: idle,
+		PageFinal: in.PageFinal})
 	if err != nil {
 		return fmt.Errorf("summary: encoding %s: %w", records.InputFile, err)
 	}
@@ -70,7 +73,7 @@ func LoadInput(dir string) (Input, error) {
 	}
 	t0 := time.UnixMicro(s.T0Us)
 	in := Input{Spec: s.Spec, ID: s.ID, TL: Timeline{T0: t0, Warmup: s.Spec.Warmup, Duration: s.Spec.Duration},
-		Final: s.Final, Samples: s.Samples}
+		Final: s.Final, Samples: s.Samples, PageFinal: s.PageFinal}
 	if s.Idle != nil {
 		in.Idle = *s.Idle
 		for i, sp := range in.Idle.Spans {

@@ -184,6 +184,9 @@ type Input struct {
 	Final   emu.Stats // at the end of the window, totals reset at its start
 	Samples []Sample
 	Idle    IdleLog // the forward bottleneck's idle spans
+	// PageFinal is the page leg's emulator at the end of the window,
+	// totals reset at its start; nil without a page leg.
+	PageFinal *emu.Stats
 }
 
 // baseRun fills the fields every run has.

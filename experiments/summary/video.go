@@ -169,6 +169,7 @@ func summarizeVideo(in Input, v videoData) (report.Run, []records.RunLine) {
 	received(&r, in, v.Received)
 	lossFields(&r, in, v)
 	sweepFields(&r, in, frames, v.Received)
+	pageFields(&r, in, v.Displayed)
 	rs := make([]retransSample, 0, len(v.Frames))
 	for _, f := range v.Frames {
 		if f.WriteStartUs > 0 { // a frame whose record was lost has none

@@ -30,11 +30,13 @@ const statsEvery = time.Second
 // Video is a video run's processes: cmd/viewer in a path's receiver
 // namespace, cmd/sender in its sender namespace, and with the run's
 // Browser headless Chromium on this host showing the viewer's page through
-// a proxy into the namespace. Its methods are safe for concurrent use, but
+// a proxy into the namespace, or, with a page leg, across that leg's own
+// path from the viewer. Its methods are safe for concurrent use, but
 // StartReceiver, StartSender and Stop are called in that order, once.
 type Video struct {
 	spec  scenario.Run
 	p     *emu.Path
+	page  *emu.Path // the page's leg, nil without one
 	dir   string
 	progs Programs
 	log   *slog.Logger
@@ -54,9 +56,11 @@ type Video struct {
 }
 
 // NewVideo returns the processes of the video run spec on p, with their
-// files in dir. It starts nothing; log receives the browser's troubles.
-func NewVideo(spec scenario.Run, p *emu.Path, dir string, progs Programs, log *slog.Logger) *Video {
-	return &Video{spec: spec, p: p, dir: dir, progs: progs, log: log, c2r99: math.NaN(), srcP50: math.NaN()}
+// files in dir; page is the page's leg (spec.Page; its sender side p's
+// receiver namespace), or nil. It starts nothing; log receives the
+// browser's troubles.
+func NewVideo(spec scenario.Run, p, page *emu.Path, dir string, progs Programs, log *slog.Logger) *Video {
+	return &Video{spec: spec, p: p, page: page, dir: dir, progs: progs, log: log, c2r99: math.NaN(), srcP50: math.NaN()}
 }
 
 // fingerprintFile is where the viewer writes its fingerprint, in a run's
@@ -73,6 +77,9 @@ func (v *Video) StartReceiver(ctx context.Context) error {
 	v.client = StatsClient(v.p, v.token)
 	vw := Viewer{Program: v.progs.Viewer, Token: v.token, Records: filepath.Join(v.dir, records.ViewerFile),
 		Fingerprint: filepath.Join(v.dir, fingerprintFile)}
+	if v.spec.Page != nil {
+		vw.PageMode = v.spec.Page.Mode
+	}
 	v.recv, err = StartViewer(ctx, v.p, v.client, vw, filepath.Join(v.dir, "viewer.log"))
 	return err
 }
@@ -139,7 +146,11 @@ func (v *Video) startBrowser(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v.srv = &http.Server{Handler: PageProxy(v.p, v.token), ReadHeaderTimeout: 10 * time.Second}
+	proxy := PageProxy(v.p, v.token)
+	if v.page != nil {
+		proxy = PageLegProxy(v.page, v.token)
+	}
+	v.srv = &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	v.wg.Go(func() { v.srv.Serve(ln) })
 	profile, err := os.MkdirTemp("", "replenish-chromium-")
 	if err != nil {

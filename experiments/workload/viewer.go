@@ -114,13 +114,30 @@ func FetchStats(ctx context.Context, c *http.Client) (viewer.Stats, error) {
 // listens on loopback). The browser's Host header is passed on unchanged,
 // so that the viewer's same-origin checks see what the browser sent.
 func PageProxy(p *emu.Path, token string) *httputil.ReverseProxy {
-	target := &url.URL{Scheme: "http", Host: ViewerHTTP}
+	return pageProxy(nsTransport(p), ViewerHTTP, token)
+}
+
+// PageLegProxy is PageProxy for a page behind a leg of its own: leg is a
+// path whose sender side is the viewer's namespace (emu.Config.SenderNS),
+// and the proxy's connections start on its receiver side and reach the
+// viewer across it, so that the viewer's socket toward the page sends
+// through the leg's bottleneck. The proxy reads as fast as the browser
+// takes, as a browser's own socket would.
+func PageLegProxy(leg *emu.Path, token string) *httputil.ReverseProxy {
+	t := nsTransport(leg)
+	t.DisableCompression = true
+	return pageProxy(t, net.JoinHostPort(leg.SenderAddr().String(), strconv.Itoa(HTTPPort)), token)
+}
+
+// pageProxy returns a reverse proxy to the viewer at host through t.
+func pageProxy(t *http.Transport, host, token string) *httputil.ReverseProxy {
+	target := &url.URL{Scheme: "http", Host: host}
 	return &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = r.In.Host
 		},
-		Transport:     tokenTransport{nsTransport(p), token},
+		Transport:     tokenTransport{t, token},
 		FlushInterval: -1,
 	}
 }
@@ -141,6 +158,9 @@ type Viewer struct {
 	// WriteCertificate); empty for a new self-signed certificate at each
 	// start.
 	CertFile, KeyFile string
+	// PageMode is its buffer policy toward pages (-page-mode); the zero
+	// Mode leaves the viewer's default.
+	PageMode transport.Mode
 }
 
 // args returns the viewer's command line for media on mediaAddr.
@@ -151,6 +171,9 @@ func (v Viewer) args(mediaAddr string) []string {
 	}
 	if v.CertFile != "" {
 		argv = append(argv, "-tls-cert", v.CertFile, "-tls-key", v.KeyFile)
+	}
+	if v.PageMode != (transport.Mode{}) {
+		argv = append(argv, "-page-mode", v.PageMode.String())
 	}
 	return argv
 }
