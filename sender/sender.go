@@ -275,10 +275,12 @@ func (s *Sender) Run(ctx context.Context, t Transport) error {
 	first := true
 	var last time.Time // capture time of the previous frame taken
 	for {
+		waitFrom := time.Now()
 		inv, err := t.Wait(ctx)
 		if err != nil {
 			return err
 		}
+		waited := time.Since(waitFrom)
 		interval := s.ctrl.Rung().Interval(s.cfg.FPS)
 		var notBefore time.Time
 		if !first {
@@ -290,12 +292,12 @@ func (s *Sender) Run(ctx context.Context, t Transport) error {
 		if err != nil {
 			return err
 		}
-		skipped := 0 // frames lost while disconnected are not a rate signal
+		var sk skips // frames lost while disconnected are not a rate signal
 		if !first {
-			skipped = SkippedFrames(f.Capture.Sub(last), interval)
+			sk = skipsOf(f.Capture.Sub(last), waited, interval)
 		}
 		first, last = false, f.Capture
-		if err := s.sendFrame(t, inv, f, skipped, discarded); err != nil {
+		if err := s.sendFrame(t, inv, f, sk, discarded); err != nil {
 			return err
 		}
 	}
@@ -309,6 +311,22 @@ func SkippedFrames(gap, interval time.Duration) int {
 		return 0
 	}
 	return max(0, int(math.Round(float64(gap)/float64(interval)))-1)
+}
+
+// skips are the frames a gap between two captures left out, and how many
+// of them fell while the sender waited for the invitation (see
+// Observation).
+type skips struct{ all, late int }
+
+// skipsOf returns the skips of a gap between captures of which the sender
+// spent waited waiting for the invitation: whole intervals of the wait,
+// at most the gap's skipped frames.
+func skipsOf(gap, waited, interval time.Duration) skips {
+	all := SkippedFrames(gap, interval)
+	if interval <= 0 {
+		return skips{all: all}
+	}
+	return skips{all: all, late: min(all, int(waited/interval))}
 }
 
 // nextFrame returns the freshest frame the source has, if it was captured
@@ -336,11 +354,11 @@ func (s *Sender) nextFrame(ctx context.Context, notBefore time.Time) (*media.Fra
 	}
 }
 
-func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, skipped, discarded int) error {
+func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, sk skips, discarded int) error {
 	now := time.Now()
 	d := s.ctrl.Update(Observation{
 		Now: now, DrainRate: inv.DrainRate, AppLimited: inv.AppLimited, Unsent: inv.Unsent,
-		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: skipped, Keyframe: s.prev.key,
+		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
 	})
 	if d.RungChanged {
@@ -374,7 +392,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	s.prev = prevFrame{key: ef.Key, encoded: len(ef.Data), written: size(pkts) + size(mpkts), encode: ef.End.Sub(ef.Start)}
 	s.trackLocked(id, frameTiming{
 		rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data),
-		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: skipped,
+		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: sk.all,
 		drainRec: inv.Drain, lead: inv.Lead,
 	})
 	s.status.Frames++
