@@ -184,6 +184,10 @@ type Config struct {
 	// goes away at Close. A process in that namespace then reaches both
 	// paths, as a relay between two links does.
 	SenderNS string
+	// ReceiverNS is the same for the receiver side: paths that share it
+	// bring several senders, each over a path of its own, to one
+	// receiver (a viewer listening on every address there).
+	ReceiverNS string
 	// Logger receives setup, cleanup and error messages; nil discards them.
 	Logger *slog.Logger
 }

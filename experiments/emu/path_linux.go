@@ -21,7 +21,7 @@ import (
 )
 
 // tunName is the name of the TUN device in each namespace a path creates;
-// in a namespace it borrows (Config.SenderNS) the device is named after the
+// in a namespace it borrows (Config.SenderNS, ReceiverNS) the device is named after the
 // path's stem instead.
 const tunName = "emu0"
 
@@ -44,8 +44,9 @@ type Path struct {
 	ns   [2]string     // namespace names, by Side
 	tun  [2]string     // TUN device names, by Side
 	addr [2]netip.Addr // TUN addresses, by Side
-	// borrowed: the sender side is another's namespace (Config.SenderNS).
-	borrowed bool
+	// borrowed, by Side: the side is another's namespace
+	// (Config.SenderNS, ReceiverNS).
+	borrowed [2]bool
 	cc       string
 	mtu      int
 	wmem     [2]string // net.ipv4.tcp_wmem, by Side
@@ -108,9 +109,11 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 		meters: [2]*meter{newMeter(cfg.Window), newMeter(cfg.Window)},
 		done:   make(chan struct{}),
 	}
-	if cfg.SenderNS != "" {
-		p.ns[Sender], p.borrowed = cfg.SenderNS, true
-		p.tun[Sender] = fmt.Sprintf("emu%02x%02x%02x", r[0], r[1], r[2])
+	for s, ns := range [2]string{cfg.SenderNS, cfg.ReceiverNS} {
+		if ns != "" {
+			p.ns[s], p.borrowed[s] = ns, true
+			p.tun[s] = fmt.Sprintf("emu%02x%02x%02x", r[0], r[1], r[2])
+		}
 	}
 	if err := p.build(ctx); err != nil {
 		return nil, err
@@ -146,8 +149,13 @@ func (cfg Config) resolve() (Config, [2]*Link, error) {
 	if cfg.CC == "" {
 		cfg.CC = "cubic"
 	}
-	if cfg.SenderNS != "" && (strings.ContainsAny(cfg.SenderNS, "/\x00") || cfg.SenderNS == "." || cfg.SenderNS == "..") {
-		return cfg, links, fmt.Errorf("%w: sender namespace %q", ErrConfig, cfg.SenderNS)
+	for _, ns := range []string{cfg.SenderNS, cfg.ReceiverNS} {
+		if ns != "" && (strings.ContainsAny(ns, "/\x00") || ns == "." || ns == "..") {
+			return cfg, links, fmt.Errorf("%w: namespace %q", ErrConfig, ns)
+		}
+	}
+	if cfg.SenderNS != "" && cfg.SenderNS == cfg.ReceiverNS {
+		return cfg, links, fmt.Errorf("%w: both sides in namespace %q", ErrConfig, cfg.SenderNS)
 	}
 	if strings.ContainsAny(cfg.CC, "/. \t\n") {
 		return cfg, links, fmt.Errorf("%w: congestion control %q", ErrConfig, cfg.CC)
@@ -245,7 +253,7 @@ func describe(c LinkConfig) string {
 // borrowed one, and returns the descriptor of its TUN device.
 func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 	name, dev := p.ns[s], p.tun[s]
-	borrowed := s == Sender && p.borrowed
+	borrowed := p.borrowed[s]
 	if !borrowed {
 		if err := ipCmd(ctx, "", "netns", "add", name); err != nil {
 			return -1, err

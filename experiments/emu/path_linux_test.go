@@ -999,34 +999,7 @@ func TestSecondPathFromANamespace(t *testing.T) {
 	if second.SenderNS() != first.ReceiverNS() || second.SenderAddr() == first.ReceiverAddr() {
 		t.Fatalf("second path: sender %s at %v; first's receiver %s at %v", second.SenderNS(), second.SenderAddr(), first.ReceiverNS(), first.ReceiverAddr())
 	}
-	// A listener in the shared namespace, on every address.
-	var ln net.Listener
-	if err := first.Do(Receiver, func() (err error) { ln, err = net.Listen("tcp4", "0.0.0.0:0"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	lport := ln.Addr().(*net.TCPAddr).Port
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); c.Write(make([]byte, 100_000)) }()
-		}
-	}()
-	fetch := func(p *Path, s Side, addr netip.Addr) (int64, error) {
-		var c net.Conn
-		if err := p.Do(s, func() (err error) {
-			c, err = net.DialTimeout("tcp4", netip.AddrPortFrom(addr, uint16(lport)).String(), 5*time.Second)
-			return err
-		}); err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		return io.Copy(io.Discard, c)
-	}
+	fetch := serveBytes(t, first, Receiver, 100_000)
 	before := second.Stats().Forward.Total.Bytes
 	if n, err := fetch(second, Receiver, second.SenderAddr()); err != nil || n != 100_000 {
 		t.Fatalf("across the second path: %d bytes, %v", n, err)
@@ -1048,6 +1021,75 @@ func TestSecondPathFromANamespace(t *testing.T) {
 	first.Do(Receiver, func() (err error) { links, err = net.Interfaces(); return err })
 	if slices.ContainsFunc(links, func(i net.Interface) bool { return i.Name == dev }) {
 		t.Errorf("device %s still in the borrowed namespace after Close", dev)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path after the second closed: %d bytes, %v", n, err)
+	}
+}
+
+// serveBytes listens on every address of side s of p (port chosen) and
+// writes n bytes to each connection; it returns a function that dials it
+// from side s2 of path p2 at addr and returns the bytes read.
+func serveBytes(t *testing.T, p *Path, s Side, n int) func(p2 *Path, s2 Side, addr netip.Addr) (int64, error) {
+	t.Helper()
+	var ln net.Listener
+	if err := p.Do(s, func() (err error) { ln, err = net.Listen("tcp4", "0.0.0.0:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lport := ln.Addr().(*net.TCPAddr).Port
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); c.Write(make([]byte, n)) }()
+		}
+	}()
+	return func(p2 *Path, s2 Side, addr netip.Addr) (int64, error) {
+		var c net.Conn
+		if err := p2.Do(s2, func() (err error) {
+			c, err = net.DialTimeout("tcp4", netip.AddrPortFrom(addr, uint16(lport)).String(), 5*time.Second)
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		return io.Copy(io.Discard, c)
+	}
+}
+
+// TestPathsIntoOneNamespace checks a path whose receiver side is another
+// path's receiver namespace: one listener there serves senders across
+// both paths, each path carrying its own sender's traffic; closing the
+// second leaves the first working.
+func TestPathsIntoOneNamespace(t *testing.T) {
+	needRoot(t)
+	first := startPath(t, Config{})
+	second, err := Start(context.Background(), Config{ReceiverNS: first.ReceiverNS(), Reverse: LinkConfig{Rate: 10 * rate.Mbps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if second.ReceiverNS() != first.ReceiverNS() || second.SenderNS() == first.SenderNS() || second.ReceiverAddr() == first.ReceiverAddr() {
+		t.Fatalf("second path %s -> %s at %v; first %s -> %s at %v", second.SenderNS(), second.ReceiverNS(), second.ReceiverAddr(),
+			first.SenderNS(), first.ReceiverNS(), first.ReceiverAddr())
+	}
+	fetch := serveBytes(t, first, Receiver, 100_000)
+	before := second.Stats().Reverse.Total.Bytes
+	if n, err := fetch(second, Sender, second.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the second path: %d bytes, %v", n, err)
+	}
+	if moved := second.Stats().Reverse.Total.Bytes - before; moved < 100_000 {
+		t.Errorf("the second path moved %d bytes, want the 100000 sent across it", moved)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path: %d bytes, %v", n, err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
 		t.Fatalf("across the first path after the second closed: %d bytes, %v", n, err)
