@@ -109,31 +109,59 @@ func TestLoopbackSenderToViewer(t *testing.T) {
 	}
 }
 
-// TestSenderSurvivesViewerRestart stops the viewer under a streaming sender
-// and starts a new one on the same address: the sender reconnects by itself
-// and the new viewer's first frame is a keyframe it can decode from.
-func TestSenderSurvivesViewerRestart(t *testing.T) {
-	startViewer := func(addr string) (*viewer.Server, context.CancelFunc, chan error) {
-		t.Helper()
-		v, err := viewer.New(viewer.Config{Listen: addr, HTTP: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- v.Run(ctx) }()
-		select {
-		case <-v.Ready():
-		case err := <-done:
-			t.Fatalf("viewer: %v", err)
-		}
-		return v, cancel, done
-	}
-	v1, stop1, done1 := startViewer("127.0.0.1:0")
-	addr := func() string { m, _ := v1.Addrs(); return m.String() }()
+// Restarts: how long the restarted process stays away, and the longest
+// its return may take to bring frames back (from the restarted process
+// ready to the viewer's first decodable frame). The viewer stays away
+// long enough that a reconnect backoff doubling past a second would miss
+// the bound: after 3.3 s away, attempts at 0.1, 0.3, 0.7, 1.5 and 3.1 s
+// would next try at 6.3 s.
+const (
+	restartAway  = 3300 * time.Millisecond
+	restartBound = 2 * time.Second
+)
 
-	src := media.NewSource(media.SourceConfig{Name: "restart"})
-	s, err := sender.New(sender.Config{Source: src, NewEncoder: newVP8, Name: "restart", MaxSize: media.Size{W: 320, H: 180}})
+// firstFrames reports the reception time of every decodable frame a
+// viewer receives on ch, dropping what ch has no room for.
+func firstFrames(ch chan<- time.Time) func(viewer.Record) {
+	return func(rec viewer.Record) {
+		if rec.Kind == viewer.RecordReceived && !rec.Undecodable {
+			select {
+			case ch <- rec.Received:
+			default:
+			}
+		}
+	}
+}
+
+// startViewer starts a viewer on addr; stop stops it and waits.
+func startViewer(t *testing.T, addr string, onRecord func(viewer.Record)) (v *viewer.Server, stop func()) {
+	t.Helper()
+	v, err := viewer.New(viewer.Config{Listen: addr, HTTP: "127.0.0.1:0", OnRecord: onRecord})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	select {
+	case <-v.Ready():
+	case err := <-done:
+		t.Fatalf("viewer: %v", err)
+	}
+	return v, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("viewer: %v", err)
+		}
+	}
+}
+
+// startSender starts a sender streaming 320x180 to addr over TCP as name;
+// stop stops it and waits.
+func startSender(t *testing.T, addr, name string) (stop func()) {
+	t.Helper()
+	src := media.NewSource(media.SourceConfig{Name: name})
+	s, err := sender.New(sender.Config{Source: src, NewEncoder: newVP8, Name: name, MaxSize: media.Size{W: 320, H: 180}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,18 +171,51 @@ func TestSenderSurvivesViewerRestart(t *testing.T) {
 	wg.Go(func() {
 		s.Connect(ctx, sender.ConnectConfig{Dial: tcp.Dialer(addr, tcp.Config{})})
 	})
-	defer func() { cancel(); wg.Wait(); s.Close() }()
+	return func() { cancel(); wg.Wait(); s.Close() }
+}
+
+// firstAfter returns the first time on ch at or after from, failing the
+// test if none comes within bound of it.
+func firstAfter(t *testing.T, ch <-chan time.Time, from time.Time, bound time.Duration) time.Duration {
+	t.Helper()
+	timeout := time.After(time.Until(from.Add(bound)) + 100*time.Millisecond)
+	for {
+		select {
+		case at := <-ch:
+			if at.Before(from) {
+				continue
+			}
+			if d := at.Sub(from); d <= bound {
+				return d
+			}
+			t.Fatalf("first frame %v after the restart, want within %v", at.Sub(from), bound)
+		case <-timeout:
+			t.Fatalf("no frame within %v of the restart", bound)
+		}
+	}
+}
+
+// TestSenderSurvivesViewerRestart stops the viewer under a streaming sender
+// and, restartAway later, starts a new one on the same address: the sender
+// reconnects by itself within restartBound, and the new viewer's first
+// frame is a keyframe it can decode from.
+func TestSenderSurvivesViewerRestart(t *testing.T) {
+	frames := make(chan time.Time, 1024)
+	v1, stop1 := startViewer(t, "127.0.0.1:0", firstFrames(frames))
+	addr := func() string { m, _ := v1.Addrs(); return m.String() }()
+	stopSender := startSender(t, addr, "restart")
+	defer stopSender()
 
 	eventually(t, "frames at the first viewer", func() bool {
 		st, ok := streamNamed(v1.Stats(), "restart")
 		return ok && st.FramesReceived >= 10
 	})
 	stop1()
-	if err := <-done1; err != nil {
-		t.Fatalf("first viewer: %v", err)
-	}
-	v2, stop2, done2 := startViewer(addr)
-	defer func() { stop2(); <-done2 }()
+	time.Sleep(restartAway)
+	v2, stop2 := startViewer(t, addr, firstFrames(frames))
+	defer stop2()
+	back := firstAfter(t, frames, time.Now(), restartBound)
+	t.Logf("viewer away %v: first frame %v after the new viewer was ready", restartAway, back)
 	eventually(t, "frames at the second viewer", func() bool {
 		st, ok := streamNamed(v2.Stats(), "restart")
 		return ok && st.FramesReceived >= 10
@@ -162,6 +223,36 @@ func TestSenderSurvivesViewerRestart(t *testing.T) {
 	st, _ := streamNamed(v2.Stats(), "restart")
 	if st.Keyframes < 1 || st.Width != 320 || st.DroppedPartialFrames != 0 {
 		t.Errorf("after the restart: %+v, want a keyframe at 320x180 and no partial frames", st)
+	}
+}
+
+// TestViewerSurvivesSenderRestart stops a streaming sender and starts a
+// new one under the same name: the viewer keeps the stream, and frames
+// flow again within restartBound of the new sender's start.
+func TestViewerSurvivesSenderRestart(t *testing.T) {
+	frames := make(chan time.Time, 1024)
+	v, stop := startViewer(t, "127.0.0.1:0", firstFrames(frames))
+	defer stop()
+	addr := func() string { m, _ := v.Addrs(); return m.String() }()
+	stop1 := startSender(t, addr, "again")
+	eventually(t, "frames from the first sender", func() bool {
+		st, ok := streamNamed(v.Stats(), "again")
+		return ok && st.FramesReceived >= 10
+	})
+	stop1()
+	before, _ := streamNamed(v.Stats(), "again")
+	time.Sleep(time.Second)
+	restarted := time.Now()
+	stop2 := startSender(t, addr, "again")
+	defer stop2()
+	back := firstAfter(t, frames, restarted, restartBound)
+	t.Logf("first frame %v after the new sender started", back)
+	eventually(t, "frames from the second sender", func() bool {
+		st, _ := streamNamed(v.Stats(), "again")
+		return st.FramesReceived >= before.FramesReceived+10
+	})
+	if n := len(v.Stats().Streams); n != 1 {
+		t.Errorf("%d streams after the restart, want the one, kept", n)
 	}
 }
 

@@ -29,10 +29,14 @@ type ConnectConfig struct {
 }
 
 // Backoff bounds between reconnection attempts, and how long a connection
-// must last for the backoff to start again from its minimum.
+// must last for the backoff to start again from its minimum. The cap
+// bounds how long a viewer that comes back (a restart) waits for the
+// sender: at most a second, plus the dial and the keyframe. A refused
+// dial costs a SYN and a reset, so trying once a second for as long as
+// the viewer is away costs nothing that matters.
 const (
 	minBackoff  = 100 * time.Millisecond
-	maxBackoff  = 5 * time.Second
+	maxBackoff  = time.Second
 	stableAfter = 10 * time.Second
 	dialTimeout = 5 * time.Second
 )

@@ -181,6 +181,10 @@ func TestConnectBackoff(t *testing.T) {
 			}
 			want = min(2*want, maxBackoff)
 		}
+		// A viewer back from a restart is tried within a second.
+		if gap := d.dials[8].Sub(d.dials[7]); gap > time.Second {
+			t.Errorf("gap before dial 8 = %v, want at most 1s", gap)
+		}
 	})
 }
 

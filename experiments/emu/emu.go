@@ -2,8 +2,9 @@
 // namespaces, a sender side and a receiver side, joined through TUN devices
 // by one thread of this process that moves packets both ways through a
 // bottleneck with a rate (serialization), a one-way propagation delay, a
-// drop-tail queue, random loss and a rate schedule, changeable while it
-// runs. The kernel's netem is not needed.
+// drop-tail queue, random loss and a schedule of rate, delay and outage
+// steps (the path down, losing everything, and up again), changeable while
+// it runs. The kernel's netem is not needed.
 //
 // The queue arithmetic lives in Link, a pure function of packet arrivals and
 // the time passed in. The mover (Linux only) feeds it from the TUN devices
@@ -130,9 +131,36 @@ func SplitRTT(rtt time.Duration) (forward, reverse time.Duration) {
 
 // Step is one change of a rate schedule.
 type Step struct {
-	At    time.Duration // time after the link starts
-	Rate  rate.Bitrate  // new rate; 0 keeps the current rate, negative means unlimited
-	Delay time.Duration // new one-way delay; 0 keeps the current delay, negative means none
+	At      time.Duration // time after the link starts
+	Rate    rate.Bitrate  // new rate; 0 keeps the current rate, negative means unlimited
+	Delay   time.Duration // new one-way delay; 0 keeps the current delay, negative means none
+	Carrier Carrier       // takes the link down or brings it back up; CarrierKeep changes nothing
+}
+
+// Carrier is a step's change of whether a link passes packets at all.
+// While a link is down it loses every packet: each arrival, and each
+// packet that would leave it (one in the queue, or in propagation when the
+// link went down, as on a cut wire). Its losses count as Lost. The rate,
+// the delay and the queue limit are kept for when it comes back up.
+type Carrier int
+
+// Carrier changes of a Step.
+const (
+	CarrierKeep Carrier = iota // no change
+	CarrierDown                // from the step on, the link loses every packet
+	CarrierUp                  // from the step on, the link passes packets again
+)
+
+func (c Carrier) String() string {
+	switch c {
+	case CarrierKeep:
+		return "keep"
+	case CarrierDown:
+		return "down"
+	case CarrierUp:
+		return "up"
+	}
+	return fmt.Sprintf("Carrier(%d)", int(c))
 }
 
 func (c LinkConfig) validate() error {
@@ -151,6 +179,9 @@ func (c LinkConfig) validate() error {
 	for _, s := range c.Schedule {
 		if s.At < 0 {
 			return fmt.Errorf("%w: schedule step at negative time %v", ErrConfig, s.At)
+		}
+		if s.Carrier < CarrierKeep || s.Carrier > CarrierUp {
+			return fmt.Errorf("%w: schedule step at %v: unknown %v", ErrConfig, s.At, s.Carrier)
 		}
 	}
 	return nil
@@ -209,6 +240,7 @@ type DirStats struct {
 	Rate       rate.Bitrate  // current rate; 0 means unlimited
 	Delay      time.Duration // current one-way delay
 	QueueLimit int           // current drop-tail limit in bytes; 0 when the rate is unlimited
+	Down       bool          // the direction is down: it loses every packet (Carrier)
 	Backlog    int           // bytes in the bottleneck queue now
 	MaxBacklog int           // largest backlog seen, in bytes
 	Errors     int64         // packets the mover failed to read or write

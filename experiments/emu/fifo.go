@@ -28,6 +28,15 @@ func (q *fifo[T]) Front() *T {
 	return &q.buf[q.head]
 }
 
+// At returns a pointer to the i-th element from the front. It panics if i
+// is out of range.
+func (q *fifo[T]) At(i int) *T {
+	if i < 0 || i >= q.n {
+		panic("emu: fifo index out of range")
+	}
+	return &q.buf[(q.head+i)&(len(q.buf)-1)]
+}
+
 // Pop removes and returns the first element. It panics if q is empty.
 func (q *fifo[T]) Pop() T {
 	if q.n == 0 {

@@ -59,6 +59,10 @@ type Departure struct {
 	Arrived time.Duration // when it arrived
 	Wait    time.Duration // time it waited in the queue before its serialization began
 	Size    int           // bytes
+	// Lost reports a packet the link lost because it went down while the
+	// packet was in it (Carrier): the caller discards it and counts it
+	// as Lost instead of delivering it.
+	Lost bool
 }
 
 // queued is a packet in the bottleneck queue.
@@ -82,6 +86,12 @@ type queued struct {
 // and a packet whose serialization ends after a delay change gets the new
 // delay, but never leaves before a packet accepted earlier.
 //
+// A link that a step takes down (CarrierDown) loses every arrival, every
+// packet whose serialization ends while it is down, and every packet in
+// propagation when it went down; Depart returns those with Lost set, in
+// their place in the order, so that a caller's queue of payloads stays in
+// step.
+//
 // A Link is not safe for concurrent use.
 type Link struct {
 	rate       rate.Bitrate
@@ -103,6 +113,7 @@ type Link struct {
 	lastAt    time.Duration // departure time of the latest packet into line
 
 	maxBacklog int
+	down       bool // the carrier is down: every packet is lost
 
 	idleFrom time.Duration // when the serializer last went idle; meaningful while the queue is empty
 	idle     []Idle        // idle spans ended since the last TakeIdle
@@ -145,10 +156,14 @@ func (l *Link) Schedule(now time.Duration, steps []Step) {
 }
 
 // Arrive offers a packet of size bytes at time now and returns the verdict.
-// Loss is decided first (one random draw per arrival when Loss > 0), then
-// the drop-tail limit, then the memory cap.
+// A link that is down loses it; otherwise loss is decided first (one
+// random draw per arrival when Loss > 0), then the drop-tail limit, then
+// the memory cap.
 func (l *Link) Arrive(now time.Duration, size int) Verdict {
 	now = l.advance(now)
+	if l.down {
+		return Lost
+	}
 	if l.loss > 0 && l.rng.Float64() < l.loss {
 		return Lost
 	}
@@ -169,6 +184,7 @@ func (l *Link) Arrive(now time.Duration, size int) Verdict {
 }
 
 // Depart removes and returns the next packet if it leaves at or before now.
+// A packet the link lost while down comes back with Lost set.
 func (l *Link) Depart(now time.Duration) (Departure, bool) {
 	now = l.advance(now)
 	if l.line.Len() == 0 || l.line.Front().At > now {
@@ -238,6 +254,13 @@ func (l *Link) Rate() rate.Bitrate { return l.rate }
 // Delay returns the current one-way delay.
 func (l *Link) Delay() time.Duration { return l.delay }
 
+// Down reports whether the link is down (a CarrierDown step applied and no
+// CarrierUp since) at time now.
+func (l *Link) Down(now time.Duration) bool {
+	l.advance(now)
+	return l.down
+}
+
 // Limit returns the current drop-tail limit in bytes, or 0 when the rate is
 // unlimited (no queue builds).
 func (l *Link) Limit() int {
@@ -304,6 +327,7 @@ func (l *Link) advance(now time.Duration) time.Duration {
 			case s.Delay < 0:
 				l.delay = 0
 			}
+			l.setCarrier(s.At, s.Carrier)
 		default:
 			l.now = now
 			return now
@@ -324,13 +348,30 @@ func (l *Link) finishFront() {
 	q := l.queue.Pop()
 	l.queued -= q.size
 	at := max(l.headDone+l.delay, l.lastAt)
-	l.line.Push(Departure{At: at, Arrived: q.arrived, Wait: q.wait, Size: q.size})
+	l.line.Push(Departure{At: at, Arrived: q.arrived, Wait: q.wait, Size: q.size, Lost: l.down})
 	l.lineBytes += q.size
 	l.lastAt = at
 	if l.queue.Len() > 0 {
 		l.startFront(l.headDone)
 	} else {
 		l.idleFrom = l.headDone
+	}
+}
+
+// setCarrier applies a step's carrier change at t. Going down loses the
+// packets in propagation that have not left by t; the queue keeps
+// draining, into losses (finishFront), until the link comes back up.
+func (l *Link) setCarrier(t time.Duration, c Carrier) {
+	switch c {
+	case CarrierDown:
+		l.down = true
+		for i := range l.line.Len() {
+			if d := l.line.At(i); d.At > t {
+				d.Lost = true
+			}
+		}
+	case CarrierUp:
+		l.down = false
 	}
 }
 

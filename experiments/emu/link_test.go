@@ -266,6 +266,83 @@ func TestLinkScenarios(t *testing.T) {
 	}
 }
 
+func TestLinkOutage(t *testing.T) {
+	const A, L = Accepted, Lost
+	type dep struct {
+		at   time.Duration
+		lost bool
+	}
+	outage := []Step{{At: 30 * ms, Carrier: CarrierDown}, {At: 100 * ms, Carrier: CarrierUp}}
+	tests := []struct {
+		name     string
+		cfg      LinkConfig
+		ops      []op
+		verdicts []Verdict
+		deps     []dep
+	}{{
+		// 1500 bytes take 12 ms: the first packet has left by 22 ms, the
+		// second is in propagation at 30 ms, the third and fourth end
+		// their serialization while the link is down; the fifth arrives
+		// while it is down; the sixth after it came back.
+		name:     "rate-limited",
+		cfg:      LinkConfig{Rate: rate.Mbps, Delay: 10 * ms, Schedule: outage},
+		ops:      append(burst(0, 1500, 4), arrive(50*ms, 1500), arrive(100*ms, 1500)),
+		verdicts: []Verdict{A, A, A, A, L, A},
+		deps:     []dep{{22 * ms, false}, {34 * ms, true}, {46 * ms, true}, {58 * ms, true}, {122 * ms, false}},
+	}, {
+		name:     "unlimited rate: what is in propagation is lost",
+		cfg:      LinkConfig{Delay: 40 * ms, Schedule: outage},
+		ops:      []op{arrive(0, 100), arrive(29*ms, 100), arrive(30*ms, 100), arrive(99*ms, 100), arrive(101*ms, 100)},
+		verdicts: []Verdict{A, A, L, L, A},
+		deps:     []dep{{40 * ms, true}, {69 * ms, true}, {141 * ms, false}},
+	}, {
+		name:     "a packet leaving as the link goes down leaves",
+		cfg:      LinkConfig{Delay: 30 * ms, Schedule: outage},
+		ops:      []op{arrive(0, 100), arrive(ms, 100)},
+		verdicts: []Verdict{A, A},
+		deps:     []dep{{30 * ms, false}, {31 * ms, true}},
+	}, {
+		name: "down and up scheduled live",
+		cfg:  LinkConfig{Loss: 0.5, Seed: 3},
+		ops: []op{{at: 0, sched: []Step{{At: 0, Carrier: CarrierDown}, {At: 10 * ms, Carrier: CarrierUp}}},
+			arrive(5*ms, 100), arrive(5*ms, 100), arrive(5*ms, 100)},
+		verdicts: []Verdict{L, L, L},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			verdicts, deps := runLink(t, tt.cfg, tt.ops)
+			if !slices.Equal(verdicts, tt.verdicts) {
+				t.Errorf("verdicts %v, want %v", verdicts, tt.verdicts)
+			}
+			var got []dep
+			for _, d := range deps {
+				got = append(got, dep{d.At, d.Lost})
+			}
+			if !slices.Equal(got, tt.deps) {
+				t.Errorf("departures (at, lost) %v, want %v", got, tt.deps)
+			}
+		})
+	}
+}
+
+func TestLinkDown(t *testing.T) {
+	l, err := NewLink(LinkConfig{Rate: rate.Mbps, Schedule: []Step{{At: 10 * ms, Carrier: CarrierDown}, {At: 20 * ms, Carrier: CarrierUp}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		down bool
+	}{{0, false}, {10 * ms, true}, {19 * ms, true}, {20 * ms, false}} {
+		if got := l.Down(c.at); got != c.down {
+			t.Errorf("Down(%v) = %v, want %v", c.at, got, c.down)
+		}
+	}
+	if l.Rate() != rate.Mbps {
+		t.Errorf("rate %v after the outage, want it kept", l.Rate())
+	}
+}
+
 func TestLinkOverflow(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -310,6 +387,7 @@ func TestLinkConfigErrors(t *testing.T) {
 		{"negative loss", LinkConfig{Loss: -0.1}},
 		{"NaN loss", LinkConfig{Loss: math.NaN()}},
 		{"step at negative time", LinkConfig{Schedule: []Step{{At: -ms, Rate: rate.Mbps}}}},
+		{"unknown carrier change", LinkConfig{Schedule: []Step{{At: ms, Carrier: CarrierUp + 1}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

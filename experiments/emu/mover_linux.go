@@ -290,7 +290,10 @@ func (m *mover) depart() (time.Duration, bool) {
 		for m.held[d].Len() > 0 {
 			m.p.mu.Lock()
 			dep, ok := m.p.links[d].Depart(now)
-			if ok {
+			switch {
+			case ok && dep.Lost:
+				m.p.meters[d].verdict(dep.At, Lost)
+			case ok:
 				m.p.meters[d].deliver(dep, m.now())
 			}
 			m.p.mu.Unlock()
@@ -298,7 +301,9 @@ func (m *mover) depart() (time.Duration, bool) {
 				break
 			}
 			buf := m.held[d].Pop()
-			m.write(Direction(d), buf)
+			if !dep.Lost {
+				m.write(Direction(d), buf)
+			}
 			m.release(buf)
 		}
 	}

@@ -417,6 +417,7 @@ func (p *Path) Stats() Stats {
 		l := p.links[d]
 		ds.Backlog = l.Backlog(now)
 		ds.Rate, ds.Delay, ds.QueueLimit, ds.MaxBacklog = l.Rate(), l.Delay(), l.Limit(), l.MaxBacklog()
+		ds.Down = l.Down(now)
 		ds.Errors = p.errs[d]
 		ds.Total, ds.Window = p.meters[d].counters(now)
 	}

@@ -1095,3 +1095,61 @@ func TestPathsIntoOneNamespace(t *testing.T) {
 		t.Fatalf("across the first path after the second closed: %d bytes, %v", n, err)
 	}
 }
+
+// TestOutage checks that a scheduled outage loses every datagram sent
+// while the path is down, counts them as losses, and that datagrams pass
+// again once it is up.
+func TestOutage(t *testing.T) {
+	needRoot(t)
+	const delay, margin = 10 * ms, 5 * ms
+	path := startPath(t, Config{Forward: LinkConfig{Delay: delay}, Reverse: LinkConfig{Delay: delay}})
+	recv, send := listenUDP(t, path, Receiver), listenUDP(t, path, Sender)
+	k := collect(recv)
+	t0 := time.Now()
+	down, up := 300*ms, 600*ms
+	outage := []Step{{At: down, Carrier: CarrierDown}, {At: up, Carrier: CarrierUp}}
+	path.Schedule(Forward, outage)
+	path.Schedule(Reverse, outage)
+	mid := make(chan Stats, 1)
+	go func() {
+		time.Sleep((down + up) / 2)
+		mid <- path.Stats()
+	}()
+	sent := blast(t, send, path.ReceiverAddr(), port(recv), 100, rate.Mbps, 900*ms, 0)
+	time.Sleep(100 * ms)
+	got := k.stop()
+	if st := <-mid; !st.Forward.Down || !st.Reverse.Down {
+		t.Errorf("in the outage: forward down %v, reverse down %v; want both", st.Forward.Down, st.Reverse.Down)
+	}
+	seen := make([]bool, sent)
+	for _, d := range got {
+		seen[d.seq] = true
+		if at := d.sent.Sub(t0); at > down+margin && at < up-margin {
+			t.Errorf("datagram %d sent %v after the start, in the outage, arrived", d.seq, at)
+		}
+	}
+	lost, lostAfter := 0, 0
+	for i, ok := range seen {
+		if !ok {
+			lost++
+			if time.Duration(i)*time.Second/1250 > up+margin {
+				lostAfter++
+			}
+		}
+	}
+	st := path.Stats()
+	if st.Forward.Down || st.Reverse.Down {
+		t.Errorf("after the outage: forward down %v, reverse down %v; want up", st.Forward.Down, st.Reverse.Down)
+	}
+	if int64(lost) != st.Forward.Total.Losses || st.Forward.Total.Drops != 0 {
+		t.Errorf("%d of %d missing, counted %d losses and %d drops", lost, sent, st.Forward.Total.Losses, st.Forward.Total.Drops)
+	}
+	// 1250 datagrams a second for the 300 ms outage, and the 10 ms in
+	// propagation as it began.
+	if want := 1250 * (up - down + delay) / time.Second; math.Abs(float64(lost-int(want))) > float64(want)/10 {
+		t.Errorf("lost %d, want about %d", lost, want)
+	}
+	if lostAfter > 0 {
+		t.Errorf("%d datagrams sent after the path came back were lost", lostAfter)
+	}
+}

@@ -106,6 +106,12 @@ type Run struct {
 	// recovered from it, null when it did not within the window (see
 	// experiments/README.md for the criteria).
 	RecoveryS []*float64 `json:"recovery_s,omitempty"`
+	// OutageRecoveryS has, for each outage of Schedule (AT=down to
+	// AT=up), the seconds from the path's return until the viewer
+	// received the first decodable frame captured after it, null when
+	// none came before the next outage or the end of the run, or the
+	// path came back in the warm-up.
+	OutageRecoveryS []*float64 `json:"outage_recovery_s,omitempty"`
 
 	// Page is the page's own leg (--page-rate) and what the page behind
 	// it displayed in the window; absent without one.
@@ -149,6 +155,9 @@ const FreezeMs = 200
 type Freezes struct {
 	Count   int     `json:"count"`
 	TotalMs float64 `json:"total_ms"`
+	// MaxMs is the longest of them (its part within the window), 0
+	// without any; absent in results written before it.
+	MaxMs *float64 `json:"max_ms,omitempty"`
 }
 
 // Expiry is what QUIC's expire mode did over the whole run (the

@@ -40,6 +40,9 @@ var sweepColumns = []column{
 		return fmtPair(p50, p95)
 	}},
 	{"recovery", true, anyRun(func(r Run) bool { return len(r.RecoveryS) > 0 }), fmtRecovery},
+	{"outage recovery", true, anyRun(func(r Run) bool { return len(r.OutageRecoveryS) > 0 }), func(r Run) string {
+		return fmtSecs(r.OutageRecoveryS)
+	}},
 }
 
 // lossShown reports whether r lost frames, or has an expiry to show.
@@ -47,7 +50,9 @@ func lossShown(r Run) bool {
 	return (r.FramesLost != nil && *r.FramesLost > 0) || (r.Undecodable != nil && *r.Undecodable > 0) || r.Expiry != nil
 }
 
-// fmtFreezes formats freezes as "count / total", as in "2 / 430 ms".
+// fmtFreezes formats freezes as "count / total, longest", as in
+// "2 / 430 ms, longest 310 ms" (without the longest in results written
+// before it).
 func fmtFreezes(r Run) string {
 	if r.Freezes == nil {
 		return missing
@@ -55,7 +60,11 @@ func fmtFreezes(r Run) string {
 	if r.Freezes.Count == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("%d / %s", r.Freezes.Count, fmtMs(r.Freezes.TotalMs))
+	s := fmt.Sprintf("%d / %s", r.Freezes.Count, fmtMs(r.Freezes.TotalMs))
+	if r.Freezes.MaxMs != nil {
+		s += ", longest " + fmtMs(*r.Freezes.MaxMs)
+	}
+	return s
 }
 
 // overFloor returns capture to received p50 and p95 less floor_ms, NaN
@@ -69,13 +78,17 @@ func overFloor(r Run) (p50, p95 float64) {
 
 // fmtRecovery formats the recoveries of a run's steps in their order, "–"
 // for a step it did not recover from, as in "0.80 s, –".
-func fmtRecovery(r Run) string {
-	if len(r.RecoveryS) == 0 {
+func fmtRecovery(r Run) string { return fmtSecs(r.RecoveryS) }
+
+// fmtSecs formats seconds in their order, "–" for a null one, as in
+// "0.80 s, –"; "–" for none.
+func fmtSecs(v []*float64) string {
+	if len(v) == 0 {
 		return missing
 	}
-	parts := make([]string, len(r.RecoveryS))
-	for i, v := range r.RecoveryS {
-		parts[i] = fmtSec(orNaN(v))
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmtSec(orNaN(x))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -39,7 +39,13 @@ func transportRuns(t *testing.T) ([]Run, [][]string) {
 		if c.mode == "expire=100ms" {
 			lost, undecodable = 12, 30
 			r.Expiry = &Expiry{Dropped: 2, Reset: 10, BytesReset: 40000, Waste: 0.031}
-			r.Freezes = &Freezes{Count: 2, TotalMs: 512}
+			longest := 310.0
+			r.Freezes = &Freezes{Count: 2, TotalMs: 512, MaxMs: &longest}
+		}
+		if c.mode == "replenish=15ms" && c.transport == "quic" {
+			r.Freezes = &Freezes{Count: 1, TotalMs: 1400} // written before the longest was kept
+			back := 0.85
+			r.OutageRecoveryS = []*float64{&back, nil}
 		}
 		runs, recs = append(runs, r), append(recs, rec)
 	}
@@ -64,7 +70,7 @@ func TestTransportsSideBySide(t *testing.T) {
 	if len(tab.Ratios) != 1 || !strings.Contains(tab.Ratios[0], "tcp default is 1800× that of tcp replenish=15ms") {
 		t.Errorf("ratios %q, want TCP's alone (QUIC has no default run here)", tab.Ratios)
 	}
-	for _, h := range []string{"freezes", "lost / undecodable", "expiry waste", "drain ratio p50 / p95", "floor", "capture to received − floor p50 / p95"} {
+	for _, h := range []string{"freezes", "lost / undecodable", "expiry waste", "drain ratio p50 / p95", "floor", "capture to received − floor p50 / p95", "outage recovery"} {
 		if !slices.Contains(tab.Header, h) {
 			t.Errorf("no column %q in %q", h, tab.Header)
 		}
@@ -78,7 +84,10 @@ func TestTransportsSideBySide(t *testing.T) {
 	for _, c := range []struct{ row, col, want string }{
 		{"quic expire=100ms", "expiry waste", "3.1% (10 reset, 2 dropped)"},
 		{"quic expire=100ms", "lost / undecodable", "12 / 30"},
-		{"quic expire=100ms", "freezes", "2 / 512 ms"},
+		{"quic expire=100ms", "freezes", "2 / 512 ms, longest 310 ms"},
+		{"quic replenish=15ms", "freezes", "1 / 1.40 s"},
+		{"quic replenish=15ms", "outage recovery", "850 ms, –"},
+		{"tcp replenish=15ms", "outage recovery", "–"},
 		{"tcp replenish=15ms", "freezes", "0"},
 		{"webrtc gcc", "drain ratio p50 / p95", "–"},
 		{"tcp replenish=15ms", "drain ratio p50 / p95", "0.97 / 1.05"},

@@ -80,7 +80,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.RTT, "rtt", f.RTT, "round-trip propagation `delay`, half each way")
 	fs.DurationVar(&f.Queue, "queue", f.Queue, "bottleneck drop-tail queue as `time` at the rate (never under 8 full packets)")
 	fs.Float64Var(&f.Loss, "loss", f.Loss, "random loss `probability` (0 to 1) on the forward path")
-	fs.StringVar(&f.Schedule, "schedule", f.Schedule, "rate and RTT `steps` after the start, e.g. 20s=500kbit,30s=2mbit/80ms")
+	fs.StringVar(&f.Schedule, "schedule", f.Schedule, "rate, RTT and outage `steps` after the start, e.g. 20s=500kbit,30s=2mbit/80ms; AT=down takes the path down (both directions lose every packet) until AT=up, e.g. 20s=down,23s=up")
 	fs.Var(&f.Transports, "transport", "comma `list` of transports, each run with every mode that exists for it: tcp, quic (video: replenish, default, expire=DURATION), webrtc (video: one run, pion's GCC, whatever the modes)")
 	fs.Var(&f.Modes, "modes", "comma `list` of send-buffer modes: default, lowat=BYTES (tcp), replenish=DURATION, expire=DURATION (quic), each optionally +nagle (tcp; and then +nosubmss)")
 	fs.StringVar(&f.Workload, "workload", f.Workload, "`workload`: video, bulk (64 KiB writes), bulk=BYTES per write, or rr (16 B + 32 B requests)")

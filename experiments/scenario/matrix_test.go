@@ -187,8 +187,8 @@ func TestScenarioFiles(t *testing.T) {
 	}
 }
 
-// TestSweepAndTransportsFiles checks that sweep.txt and transports.txt
-// hold the runs their headers describe, and that the time each header
+// TestSweepAndTransportsFiles checks that sweep.txt, transports.txt and
+// faults.txt hold the runs their headers describe, and that the time each header
 // states covers their runs.
 func TestSweepAndTransportsFiles(t *testing.T) {
 	for _, tc := range []struct {
@@ -198,6 +198,7 @@ func TestSweepAndTransportsFiles(t *testing.T) {
 	}{
 		{"sweep.txt", 80, checkSweep},
 		{"transports.txt", 96, checkTransports},
+		{"faults.txt", 4, checkFaults},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("..", "scenarios", tc.file)
@@ -261,6 +262,30 @@ func checkTransports(t *testing.T, specs []Run) {
 		slices.Sort(runs)
 		if want := []string{"quic replenish=15ms", "tcp default", "tcp replenish=15ms", "webrtc gcc"}; !slices.Equal(runs, want) {
 			t.Errorf("%s: %q, want %q", path, runs, want)
+		}
+	}
+}
+
+// checkFaults checks faults.txt: TCP and QUIC with SBM at 2 Mb/s and
+// 80 ms, through a 3 s outage and with 5% loss.
+func checkFaults(t *testing.T, specs []Run) {
+	got := map[string]bool{}
+	for _, s := range specs {
+		if s.Workload.Kind != KindVideo || s.Path.Rate != 2*rate.Mbps || s.Path.RTT != 80*time.Millisecond || s.ModeName() != "replenish=15ms" {
+			t.Errorf("%s: want video at 2 Mb/s and 80 ms with replenish=15ms", s.ID())
+		}
+		switch o := s.Path.Outages(); {
+		case len(o) == 1 && o[0].Up-o[0].Down == 3*time.Second && s.Path.Loss == 0:
+			got[s.TransportName()+" outage"] = true
+		case len(o) == 0 && s.Path.Loss == 0.05:
+			got[s.TransportName()+" loss"] = true
+		default:
+			t.Errorf("%s: want a 3 s outage or 5%% loss", s.ID())
+		}
+	}
+	for _, k := range []string{"tcp outage", "quic outage", "tcp loss", "quic loss"} {
+		if !got[k] {
+			t.Errorf("faults.txt lacks %s", k)
 		}
 	}
 }

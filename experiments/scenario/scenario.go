@@ -182,52 +182,86 @@ func ParseModes(s string) ([]transport.Mode, error) {
 
 // Step is one change of a path's schedule: at At after the run starts the
 // bottleneck rate becomes Rate (0 keeps it) and the round-trip time RTT (0
-// keeps it).
+// keeps it), or the path goes down (Carrier emu.CarrierDown: both
+// directions lose every packet) or comes back up (emu.CarrierUp). A step
+// changes one or the other, never both.
 type Step struct {
-	At   time.Duration
-	Rate rate.Bitrate
-	RTT  time.Duration
+	At      time.Duration
+	Rate    rate.Bitrate
+	RTT     time.Duration
+	Carrier emu.Carrier
 }
 
 // ParseSchedule reads a comma-separated list of steps "AT=RATE",
-// "AT=RATE/RTT" or "AT=/RTT", as in "20s=500kbit,30s=2mbit/80ms". Steps must
-// be in increasing time order.
+// "AT=RATE/RTT", "AT=/RTT", "AT=down" or "AT=up", as in
+// "20s=500kbit,30s=2mbit/80ms" or "20s=down,23s=up". Steps must be in
+// increasing time order; the path goes down only while up, comes up only
+// while down, and is up again by the last step.
 func ParseSchedule(s string) ([]Step, error) {
 	var out []Step
+	down := false
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
-		at, change, ok := strings.Cut(f, "=")
-		if !ok {
-			return nil, fmt.Errorf("%w: schedule step %q (want AT=RATE, AT=RATE/RTT or AT=/RTT)", ErrSpec, f)
-		}
-		var st Step
-		var err error
-		if st.At, err = time.ParseDuration(at); err != nil || st.At < 0 {
-			return nil, fmt.Errorf("%w: schedule step %q: time %q", ErrSpec, f, at)
-		}
-		r, d, _ := strings.Cut(change, "/")
-		if r != "" {
-			if st.Rate, err = rate.Parse(r); err != nil {
-				return nil, fmt.Errorf("%w: schedule step %q: %v", ErrSpec, f, err)
-			}
-		}
-		if d != "" {
-			if st.RTT, err = time.ParseDuration(d); err != nil || st.RTT <= 0 {
-				return nil, fmt.Errorf("%w: schedule step %q: RTT %q", ErrSpec, f, d)
-			}
-		}
-		if st.Rate == 0 && st.RTT == 0 {
-			return nil, fmt.Errorf("%w: schedule step %q changes nothing", ErrSpec, f)
+		st, err := parseStep(f)
+		if err != nil {
+			return nil, err
 		}
 		if len(out) > 0 && st.At <= out[len(out)-1].At {
 			return nil, fmt.Errorf("%w: schedule step %q is not after the one before", ErrSpec, f)
 		}
+		switch {
+		case st.Carrier == emu.CarrierDown && down:
+			return nil, fmt.Errorf("%w: schedule step %q: the path is already down", ErrSpec, f)
+		case st.Carrier == emu.CarrierUp && !down:
+			return nil, fmt.Errorf("%w: schedule step %q: the path is not down", ErrSpec, f)
+		case st.Carrier != emu.CarrierKeep:
+			down = st.Carrier == emu.CarrierDown
+		}
 		out = append(out, st)
 	}
+	if down {
+		return nil, fmt.Errorf("%w: schedule %q: the path goes down and never comes back up (add AT=up)", ErrSpec, s)
+	}
 	return out, nil
+}
+
+// parseStep reads one step of a schedule.
+func parseStep(f string) (Step, error) {
+	at, change, ok := strings.Cut(f, "=")
+	if !ok {
+		return Step{}, fmt.Errorf("%w: schedule step %q (want AT=RATE, AT=RATE/RTT, AT=/RTT, AT=down or AT=up)", ErrSpec, f)
+	}
+	var st Step
+	var err error
+	if st.At, err = time.ParseDuration(at); err != nil || st.At < 0 {
+		return Step{}, fmt.Errorf("%w: schedule step %q: time %q", ErrSpec, f, at)
+	}
+	switch change {
+	case "down":
+		st.Carrier = emu.CarrierDown
+		return st, nil
+	case "up":
+		st.Carrier = emu.CarrierUp
+		return st, nil
+	}
+	r, d, _ := strings.Cut(change, "/")
+	if r != "" {
+		if st.Rate, err = rate.Parse(r); err != nil {
+			return Step{}, fmt.Errorf("%w: schedule step %q: %v", ErrSpec, f, err)
+		}
+	}
+	if d != "" {
+		if st.RTT, err = time.ParseDuration(d); err != nil || st.RTT <= 0 {
+			return Step{}, fmt.Errorf("%w: schedule step %q: RTT %q", ErrSpec, f, d)
+		}
+	}
+	if st.Rate == 0 && st.RTT == 0 {
+		return Step{}, fmt.Errorf("%w: schedule step %q changes nothing", ErrSpec, f)
+	}
+	return st, nil
 }
 
 // FormatSchedule formats steps as ParseSchedule reads them.
@@ -238,6 +272,10 @@ func FormatSchedule(steps []Step) string {
 			b.WriteByte(',')
 		}
 		b.WriteString(st.At.String() + "=")
+		if st.Carrier != emu.CarrierKeep {
+			b.WriteString(st.Carrier.String())
+			continue
+		}
 		if st.Rate > 0 {
 			b.WriteString(FormatRate(st.Rate))
 		}
@@ -305,9 +343,14 @@ func (p Path) EmuConfig() emu.Config {
 
 // EmuSchedule returns the schedule as the emulator's steps of each
 // direction: a rate change in the forward one, an RTT change split between
-// the two.
+// the two, an outage's down and up in both.
 func (p Path) EmuSchedule() (forward, reverse []emu.Step) {
 	for _, st := range p.Schedule {
+		if st.Carrier != emu.CarrierKeep {
+			forward = append(forward, emu.Step{At: st.At, Carrier: st.Carrier})
+			reverse = append(reverse, emu.Step{At: st.At, Carrier: st.Carrier})
+			continue
+		}
 		f := emu.Step{At: st.At, Rate: st.Rate}
 		if st.RTT > 0 {
 			var r time.Duration
@@ -317,6 +360,27 @@ func (p Path) EmuSchedule() (forward, reverse []emu.Step) {
 		forward = append(forward, f)
 	}
 	return forward, reverse
+}
+
+// Outage is a span of a run, in times since its start, in which its path
+// was down.
+type Outage struct{ Down, Up time.Duration }
+
+// Outages returns the schedule's outages in time order. A schedule that
+// ParseSchedule accepted brings the path up after each.
+func (p Path) Outages() []Outage {
+	var out []Outage
+	for _, st := range p.Schedule {
+		switch st.Carrier {
+		case emu.CarrierDown:
+			out = append(out, Outage{Down: st.At})
+		case emu.CarrierUp:
+			if n := len(out); n > 0 && out[n-1].Up == 0 {
+				out[n-1].Up = st.At
+			}
+		}
+	}
+	return out
 }
 
 // MeanRate returns the time-weighted mean bottleneck rate over [from, to]

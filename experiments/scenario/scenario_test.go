@@ -101,6 +101,26 @@ func TestParseSchedule(t *testing.T) {
 			{At: 30 * time.Second, Rate: 2 * rate.Mbps},
 		}},
 		{name: "rtt only", in: "5s=/80ms", want: []Step{{At: 5 * time.Second, RTT: 80 * time.Millisecond}}},
+		{name: "outage", in: "20s=down, 23s=up", want: []Step{
+			{At: 20 * time.Second, Carrier: emu.CarrierDown},
+			{At: 23 * time.Second, Carrier: emu.CarrierUp},
+		}},
+		{name: "outage among steps", in: "10s=1mbit,20s=down,23s=up,25s=/40ms,30s=down,30500ms=up", want: []Step{
+			{At: 10 * time.Second, Rate: rate.Mbps},
+			{At: 20 * time.Second, Carrier: emu.CarrierDown},
+			{At: 23 * time.Second, Carrier: emu.CarrierUp},
+			{At: 25 * time.Second, RTT: 40 * time.Millisecond},
+			{At: 30 * time.Second, Carrier: emu.CarrierDown},
+			{At: 30500 * time.Millisecond, Carrier: emu.CarrierUp},
+		}},
+		{name: "down and never up", in: "20s=down", wantErr: true},
+		{name: "up without down", in: "20s=up", wantErr: true},
+		{name: "down twice", in: "20s=down,21s=down,22s=up", wantErr: true},
+		{name: "up twice", in: "20s=down,21s=up,22s=up", wantErr: true},
+		{name: "down with a rate", in: "20s=down/80ms,21s=up", wantErr: true},
+		{name: "down in capitals", in: "20s=DOWN,21s=up", wantErr: true},
+		{name: "up before down", in: "21s=down,20s=up", wantErr: true},
+		{name: "outage without time", in: "=down,1s=up", wantErr: true},
 		{name: "no equals", in: "20s", wantErr: true},
 		{name: "bad time", in: "soon=1mbit", wantErr: true},
 		{name: "negative time", in: "-1s=1mbit", wantErr: true},
@@ -405,12 +425,32 @@ func TestEmuSchedule(t *testing.T) {
 		{At: 2 * time.Second, RTT: 101 * time.Nanosecond},
 		{At: 3 * time.Second, Rate: 3 * rate.Mbps, RTT: 20 * time.Millisecond},
 	}}
+	p.Schedule = append(p.Schedule, Step{At: 4 * time.Second, Carrier: emu.CarrierDown}, Step{At: 5 * time.Second, Carrier: emu.CarrierUp})
 	fwd, rev := p.EmuSchedule()
-	wantFwd := []emu.Step{{At: time.Second, Rate: 2 * rate.Mbps}, {At: 2 * time.Second, Delay: 50 * time.Nanosecond},
-		{At: 3 * time.Second, Rate: 3 * rate.Mbps, Delay: 10 * time.Millisecond}}
-	wantRev := []emu.Step{{At: 2 * time.Second, Delay: 51 * time.Nanosecond}, {At: 3 * time.Second, Delay: 10 * time.Millisecond}}
+	outage := []emu.Step{{At: 4 * time.Second, Carrier: emu.CarrierDown}, {At: 5 * time.Second, Carrier: emu.CarrierUp}}
+	wantFwd := append([]emu.Step{{At: time.Second, Rate: 2 * rate.Mbps}, {At: 2 * time.Second, Delay: 50 * time.Nanosecond},
+		{At: 3 * time.Second, Rate: 3 * rate.Mbps, Delay: 10 * time.Millisecond}}, outage...)
+	wantRev := append([]emu.Step{{At: 2 * time.Second, Delay: 51 * time.Nanosecond}, {At: 3 * time.Second, Delay: 10 * time.Millisecond}}, outage...)
 	if !reflect.DeepEqual(fwd, wantFwd) || !reflect.DeepEqual(rev, wantRev) {
 		t.Errorf("EmuSchedule = %+v, %+v; want %+v, %+v", fwd, rev, wantFwd, wantRev)
+	}
+}
+
+func TestOutages(t *testing.T) {
+	sched, err := ParseSchedule("5s=2mbit,10s=down,13s=up,20s=down,20500ms=up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Path{Rate: rate.Mbps, Schedule: sched}
+	want := []Outage{{Down: 10 * time.Second, Up: 13 * time.Second}, {Down: 20 * time.Second, Up: 20500 * time.Millisecond}}
+	if got := p.Outages(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Outages = %+v, want %+v", got, want)
+	}
+	if got := p.RateAt(12 * time.Second); got != 2*rate.Mbps {
+		t.Errorf("RateAt in the outage = %v, want the rate kept", got)
+	}
+	if got := (Path{Rate: rate.Mbps}).Outages(); got != nil {
+		t.Errorf("Outages without a schedule = %+v", got)
 	}
 }
 

@@ -11,10 +11,14 @@ import (
 )
 
 // lossFields sets what a video run lost, over every transport: the
-// freezes the viewer saw, the frames it found lost and those it could not
+// freezes the viewer saw, how long it took to recover from each outage of
+// the path, the frames it found lost and those it could not
 // decode, and in QUIC's expire mode what expiry cost.
 func lossFields(r *report.Run, in Input, v videoData) {
 	r.Freezes = freezes(in.TL, v.Received)
+	if o := in.Spec.Path.Outages(); len(o) > 0 {
+		r.OutageRecoveryS = outageRecoveries(in, o, v.Received)
+	}
 	lost, undecodable := 0, 0
 	for _, l := range v.Lost {
 		if in.TL.in(l.ReceivedUs) {
@@ -33,8 +37,8 @@ func lossFields(r *report.Run, in Input, v videoData) {
 }
 
 // freezes counts the gaps of more than report.FreezeMs between
-// consecutive decodable frames the viewer received, and sums their
-// lengths, within the measured window. A gap that crosses an edge of the
+// consecutive decodable frames the viewer received, sums their lengths
+// and keeps the longest, within the measured window. A gap that crosses an edge of the
 // window counts (with its part inside); without a frame before the window
 // (or after it) its edge stands in.
 func freezes(tl Timeline, recv []records.ViewerFrame) *report.Freezes {
@@ -59,15 +63,20 @@ func freezes(tl Timeline, recv []records.ViewerFrame) *report.Freezes {
 		times = append(times, to)
 	}
 	f := &report.Freezes{}
+	longest := 0.0
 	for i := 1; i < len(times); i++ {
 		a, b := times[i-1], times[i]
 		if b-a <= report.FreezeMs*1000 {
 			continue
 		}
 		f.Count++
-		f.TotalMs += ms(min(b, to) - max(a, from))
+		gap := ms(min(b, to) - max(a, from))
+		f.TotalMs += gap
+		longest = max(longest, gap)
 	}
 	f.TotalMs = math.Round(f.TotalMs*1000) / 1000
+	longest = math.Round(longest*1000) / 1000
+	f.MaxMs = &longest
 	return f
 }
 

@@ -131,8 +131,11 @@ func TestFreezesAndLosses(t *testing.T) {
 	interval := 1000.0 / 30
 	// Frame 279 arrives at 9.4 s: 0.6 s to the window's end.
 	wantTotal := 17*interval + 11*interval + 600
-	if f := r.Freezes; f == nil || f.Count != 3 || !near(f.TotalMs, wantTotal, 0.01) {
-		t.Errorf("freezes %+v, want 3 of %.1f ms in all", f, wantTotal)
+	if f := r.Freezes; f == nil || f.Count != 3 || !near(f.TotalMs, wantTotal, 0.01) || f.MaxMs == nil || !near(*f.MaxMs, 600, 0.01) {
+		t.Errorf("freezes %+v, want 3 of %.1f ms in all, the longest 600 ms", f, wantTotal)
+	}
+	if r.OutageRecoveryS != nil {
+		t.Errorf("outage recoveries %v without an outage", r.OutageRecoveryS)
 	}
 	if *r.FramesLost != 16 || *r.Undecodable != 10 {
 		t.Errorf("lost %d, undecodable %d; want 16 and 10", *r.FramesLost, *r.Undecodable)
@@ -261,5 +264,67 @@ func TestExpiredFrames(t *testing.T) {
 		if mode != "expire=100ms" && (expired || !bounds) {
 			t.Errorf("%s: notes %q, source delay %+v; want lower bounds, not expiry", mode, r.Notes, r.SourceDelayMs)
 		}
+	}
+}
+
+// TestOutageRecoveries checks the time from each outage's end to the
+// first decodable frame captured after it: stale frames received after
+// the return, undecodable ones, and returns in the warm-up or without a
+// fresh frame before the next outage do not count.
+func TestOutageRecoveries(t *testing.T) {
+	in := videoInput() // 2 s warm-up, 8 s window
+	sched, err := scenario.ParseSchedule("1s=down,1500ms=up,3s=down,4s=up,6s=down,6500ms=up,8s=down,9s=up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Spec.Path.Schedule = sched
+	v := videoRecords()
+	var recv []records.ViewerFrame
+	for _, x := range v.Received {
+		c := time.Duration(x.CaptureUs-at(0)) * time.Microsecond
+		switch {
+		case c >= 3*time.Second && c < 4*time.Second:
+			// Captured in the second outage: held and received at
+			// 4.3 s, stale.
+			x.ReceivedUs = at(4300 * time.Millisecond)
+		case c >= 4*time.Second && c < 4400*time.Millisecond:
+			// The first fresh ones arrive undecodable, then from
+			// 4.4 s decodable 500 ms after capture.
+			x.Undecodable = true
+		case c >= 4400*time.Millisecond && c < 5*time.Second:
+			x.ReceivedUs = x.CaptureUs + 500_000
+		case c >= 6*time.Second:
+			continue // nothing after the third outage
+		}
+		recv = append(recv, x)
+	}
+	v.Received = recv
+	r, _ := summarizeVideo(in, v)
+	want := []any{nil, 0.9, nil, nil}
+	got := make([]any, len(r.OutageRecoveryS))
+	for i, p := range r.OutageRecoveryS {
+		got[i] = fmtPtr(p)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("outage recoveries %v, want %v", got, want)
+	}
+	if f := r.Freezes; f == nil || f.MaxMs == nil || !near(*f.MaxMs, 10000-6067, 1) {
+		t.Errorf("freezes %+v, want the longest from the last frame, received at 6.067 s, to the end", f)
+	}
+}
+
+// TestFreezesLongest checks that the longest freeze is kept wherever it
+// falls in the window.
+func TestFreezesLongest(t *testing.T) {
+	in := videoInput() // window 2 s to 10 s
+	var recv []records.ViewerFrame
+	for _, ms := range []int{1900, 2000, 3000, 3100, 3500, 9950} {
+		recv = append(recv, records.ViewerFrame{ReceivedUs: at(time.Duration(ms) * time.Millisecond)})
+	}
+	recv = append(recv, records.ViewerFrame{ReceivedUs: at(10200 * time.Millisecond)})
+	f := freezes(in.TL, recv)
+	// Gaps over 200 ms: 1000, 400, 6450 and 50 of 250 inside the window.
+	if f.Count != 4 || !near(f.TotalMs, 1000+400+6450+50, 1e-6) || f.MaxMs == nil || *f.MaxMs != 6450 {
+		t.Errorf("freezes %+v (longest %v), want 4 of 7900 ms, the longest 6450 ms", f, fmtPtr(f.MaxMs))
 	}
 }

@@ -50,7 +50,7 @@ func (c *Conn) setupFD(fd int) error {
 	if proto != unix.IPPROTO_TCP {
 		return fmt.Errorf("%w: protocol %d", ErrNotTCP, proto)
 	}
-	for _, step := range []func(int) error{c.setupNoDelay, c.setupLowat, c.setupBuffers, c.setupTimestamping} {
+	for _, step := range []func(int) error{c.setupNoDelay, c.setupLowat, c.setupBuffers, c.setupRTOMax, c.setupTimestamping} {
 		if err := step(fd); err != nil {
 			return err
 		}
@@ -116,6 +116,33 @@ func (c *Conn) setupBuffers(fd int) error {
 			return fmt.Errorf("tcp: setsockopt TCP_USER_TIMEOUT %d ms: %w", ms, err)
 		}
 	}
+	return nil
+}
+
+// setupRTOMax caps the retransmission timeout where the configuration
+// asks and the kernel can (TCP_RTO_MAX_MS, Linux 6.15), and reads it back.
+// A kernel that does not know the option (ENOPROTOOPT) leaves
+// Options.RTOMax 0; any other refusal is an error.
+func (c *Conn) setupRTOMax(fd int) error {
+	if c.cfg.RTOMax <= 0 {
+		return nil
+	}
+	ms := int(min(c.cfg.RTOMax.Milliseconds(), math.MaxInt32))
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, ms); err != nil {
+		if errors.Is(err, unix.ENOPROTOOPT) {
+			c.cfg.Logger.Debug("tcp: TCP_RTO_MAX_MS not supported by this kernel; the retransmission timeout backs off uncapped", "err", err)
+			return nil
+		}
+		return fmt.Errorf("tcp: setsockopt TCP_RTO_MAX_MS %d ms: %w", ms, err)
+	}
+	got, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS)
+	if err != nil {
+		return fmt.Errorf("tcp: getsockopt TCP_RTO_MAX_MS: %w", err)
+	}
+	if got != ms {
+		return fmt.Errorf("%w: TCP_RTO_MAX_MS reads %d, set %d", ErrOption, got, ms)
+	}
+	c.opts.RTOMax = time.Duration(got) * time.Millisecond
 	return nil
 }
 

@@ -276,6 +276,7 @@ func TestOptionsReadBack(t *testing.T) {
 		{"no timestamps", Config{NoTimestamps: true}, true, NoLowat},
 		{"default send buffer", Config{Mode: transport.Mode{Policy: transport.Default, SendBuffer: 1 << 20}}, true, NoLowat},
 		{"user timeout", Config{UserTimeout: 7 * time.Second}, true, NoLowat},
+		{"rto max", Config{RTOMax: 1500 * time.Millisecond}, true, NoLowat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Start from the opposite of what New should set, and a
@@ -323,6 +324,17 @@ func TestOptionsReadBack(t *testing.T) {
 			if want := int(tc.cfg.UserTimeout.Milliseconds()); uto != want {
 				t.Errorf("TCP_USER_TIMEOUT = %d ms, want %d", uto, want)
 			}
+			var rtoMax int
+			var rtoErr error
+			e.c.raw.Control(func(fd uintptr) { rtoMax, rtoErr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS) })
+			if errors.Is(rtoErr, unix.ENOPROTOOPT) {
+				t.Logf("this kernel has no TCP_RTO_MAX_MS")
+			} else if tc.cfg.RTOMax > 0 && (rtoMax != int(tc.cfg.RTOMax.Milliseconds()) || o.RTOMax != tc.cfg.RTOMax) {
+				t.Errorf("TCP_RTO_MAX_MS = %d ms, Options.RTOMax %v; want %v", rtoMax, o.RTOMax, tc.cfg.RTOMax)
+			}
+			if tc.cfg.RTOMax == 0 && o.RTOMax != 0 {
+				t.Errorf("Options.RTOMax %v without Config.RTOMax", o.RTOMax)
+			}
 			if tc.cfg.Mode.SendBuffer == 0 && o.SendBuffer != 0 {
 				t.Errorf("Options.SendBuffer %d without Config.SendBuffer", o.SendBuffer)
 			}
@@ -338,6 +350,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"lowat zero", Config{Mode: transport.Mode{Policy: transport.Lowat}}},
 		{"lowat negative", Config{Mode: transport.Mode{Policy: transport.Lowat, Lowat: -5}}},
 		{"negative replenish", Config{Mode: transport.Mode{ReplenishTime: -time.Millisecond}}},
+		{"rto max under a second", Config{RTOMax: 500 * time.Millisecond}},
+		{"rto max over 120 s", Config{RTOMax: 121 * time.Second}},
+		{"rto max not in milliseconds", Config{RTOMax: 1500*time.Millisecond + 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ln, err := net.Listen("tcp4", "127.0.0.1:0")

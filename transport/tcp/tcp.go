@@ -82,6 +82,12 @@ type Config struct {
 	// fails when sent data stays unacknowledged this long (a peer that
 	// vanished), instead of after the kernel's many retransmissions.
 	UserTimeout time.Duration
+	// RTOMax, if positive, sets TCP_RTO_MAX_MS (Linux 6.15 and later):
+	// the longest the retransmission timer waits, however often it has
+	// backed off. From 1 s (the kernel's minimum) to 120 s, in whole
+	// milliseconds. A kernel without the option refuses it, and the Conn
+	// carries on without it (Options.RTOMax reads 0).
+	RTOMax time.Duration
 	// NoTimestamps disables SO_TIMESTAMPING; SendRecords then carry no
 	// LeftHost.
 	NoTimestamps bool
@@ -120,6 +126,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Bounds of Config.RTOMax: those Linux accepts for TCP_RTO_MAX_MS.
+const (
+	MinRTOMax = time.Second
+	MaxRTOMax = 120 * time.Second
+)
+
 // validate reports the first problem with c, wrapped in ErrConfig.
 func (c Config) validate() error {
 	switch {
@@ -137,6 +149,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: negative safety timeout %v", ErrConfig, c.SafetyTimeout)
 	case c.MaxPending < 0:
 		return fmt.Errorf("%w: negative MaxPending %d", ErrConfig, c.MaxPending)
+	case c.RTOMax != 0 && (c.RTOMax < MinRTOMax || c.RTOMax > MaxRTOMax || c.RTOMax%time.Millisecond != 0):
+		return fmt.Errorf("%w: RTOMax %v out of range (whole milliseconds, %v to %v)", ErrConfig, c.RTOMax, MinRTOMax, MaxRTOMax)
 	}
 	return nil
 }
