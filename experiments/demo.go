@@ -25,6 +25,7 @@ type demoOptions struct {
 	Streams scenario.Streams
 	HTTP    string
 	BinDir  string
+	Shared  bool
 }
 
 func parseDemoFlags(args []string, out io.Writer) (demoOptions, scenario.Path, []scenario.Stream, error) {
@@ -35,10 +36,12 @@ func parseDemoFlags(args []string, out io.Writer) (demoOptions, scenario.Path, [
 	fs.Usage = func() {
 		fmt.Fprint(out, `usage: go run ./experiments demo [flags]
 
-A live demo of source buffer management: an emulated path (two network
-namespaces; needs root), a viewer on its receiving side and one sender per
-stream on its sending side, all through the path's one bottleneck; by
-default two over TCP, one with SBM (replenish=15ms) and one without
+A live demo of source buffer management: a viewer and one sender per
+stream, each sender on an emulated path of its own (network namespaces;
+needs root), all of the same shape and all ending at the viewer, so that
+each stream shows what its method does alone (--shared puts every sender
+through one bottleneck instead, where an unmanaged sender's queue delays
+its neighbours); by default two over TCP, one with SBM (replenish=15ms) and one without
 (default). --modes puts other transports beside them, e.g.
 --modes replenish=15ms,default,quic:replenish=15ms,webrtc. Open the
 printed URL: the page plays the streams side by side with their
@@ -63,6 +66,7 @@ flags:
 	fs.StringVar(&o.Spec.MaxRes, "max-res", o.Spec.MaxRes, "largest resolution `WxH` the senders may send")
 	fs.StringVar(&o.Spec.CC, "cc", o.Spec.CC, "TCP congestion `control`")
 	fs.StringVar(&o.Spec.Sndbuf, "sndbuf", o.Spec.Sndbuf, "initial TCP send buffer on the sender side, `bytes` (0 keeps Linux's)")
+	fs.BoolVar(&o.Shared, "shared", false, "put every sender on one path, through one bottleneck (default: each sender on a path of its own, of the same shape)")
 	fs.StringVar(&o.BinDir, "bindir", "", "`directory` with prebuilt sender and viewer binaries (default: go build them)")
 	if err := fs.Parse(args); err != nil {
 		return o, scenario.Path{}, nil, err
@@ -125,7 +129,7 @@ func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	defer ln.Close()
-	cfg := demo.Config{Path: path, Streams: streams, MaxRes: o.Spec.MaxRes, Programs: progs, Page: ln, Dir: tmp,
+	cfg := demo.Config{Path: path, Streams: streams, Shared: o.Shared, MaxRes: o.Spec.MaxRes, Programs: progs, Page: ln, Dir: tmp,
 		Stdin: os.Stdin, Stdout: stdout, Log: log}
 	if err := demo.Run(ctx, cfg); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "demo: %v\n", err)

@@ -22,7 +22,10 @@ type pathJSON struct {
 	RateBps    int64   `json:"rate_bps"`
 	RTTMs      float64 `json:"rtt_ms"`
 	QueueBytes int     `json:"queue_bytes"`
-	Start      struct {
+	// Shared says every sender is on one path, through one bottleneck;
+	// otherwise each has a path of its own, of this shape.
+	Shared bool `json:"shared"`
+	Start  struct {
 		RateBps int64   `json:"rate_bps"`
 		RTTMs   float64 `json:"rtt_ms"`
 	} `json:"start"`
@@ -41,6 +44,7 @@ func (d *demo) pathJSON() pathJSON {
 	var j pathJSON
 	j.RateBps, j.RTTMs = int64(c.Rate), float64(c.RTT)/float64(time.Millisecond)
 	j.QueueBytes = scenario.QueueBytes(d.start.Rate, d.start.Queue)
+	j.Shared = d.shared || len(d.p) == 1
 	j.Start.RateBps, j.Start.RTTMs = int64(d.start.Rate), float64(d.start.RTT)/float64(time.Millisecond)
 	return j
 }

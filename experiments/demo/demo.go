@@ -1,11 +1,13 @@
 // Package demo is the live demo of source buffer management for an
-// audience: an emulated path, a viewer on its receiving side and one
-// sender per stream on its sending side, each a transport (TCP, QUIC or
-// WebRTC) and a mode (by default two over TCP, one with SBM and one
-// without), sharing the path's bottleneck; the viewer's page served on a
-// loopback port of this host with a path panel the demo adds to it, and
-// the path's rate and RTT changeable while the streams play, from the page
-// or from typed commands. Processes that die are restarted; the viewer
+// audience: a viewer and one sender per stream, each a transport (TCP,
+// QUIC or WebRTC) and a mode (by default two over TCP, one with SBM and
+// one without), each sender on an emulated path of its own, all of the
+// same shape and all ending at the viewer (so that each stream shows what
+// its method does alone), or all on one path whose bottleneck they share
+// (Config.Shared: an unmanaged sender's queue then hurts its neighbours);
+// the viewer's page served on a loopback port of this host with a path
+// panel the demo adds to it, and the paths' rate and RTT changeable while
+// the streams play, from the page or from typed commands. Processes that die are restarted; the viewer
 // keeps its certificate across restarts, so that QUIC senders, which pin
 // it, reconnect.
 package demo
@@ -52,9 +54,12 @@ const statusEvery = 10 * time.Second
 
 // Config is what a demo shows.
 type Config struct {
-	Path     scenario.Path     // the path at the start
-	Streams  []scenario.Stream // one sender each
-	MaxRes   string            // the senders' largest resolution
+	Path    scenario.Path     // the path at the start
+	Streams []scenario.Stream // one sender each
+	// Shared puts every sender on one path, through one bottleneck;
+	// otherwise each sender has a path of its own, of the same shape.
+	Shared   bool
+	MaxRes   string // the senders' largest resolution
 	Programs workload.Programs
 	Page     net.Listener // where the page is served, on loopback
 	Dir      string       // for the processes' logs, the viewer's certificate and fingerprint
@@ -63,7 +68,7 @@ type Config struct {
 	Log      *slog.Logger
 }
 
-// path is what the demo's controls need of the emulated path.
+// path is what the demo's controls need of an emulated path.
 type path interface {
 	Set(d emu.Direction, r rate.Bitrate, delay time.Duration)
 	Stats() emu.Stats
@@ -73,11 +78,12 @@ var _ path = (*emu.Path)(nil)
 
 // demo is a running demo's shared state.
 type demo struct {
-	p     path
-	start scenario.Path
-	log   *slog.Logger
-	stats *http.Client // into the receiver's namespace
-	token string       // the viewer's
+	p      []path // the senders' paths: one, or one per sender
+	shared bool
+	start  scenario.Path
+	log    *slog.Logger
+	stats  *http.Client // into the receiver's namespace
+	token  string       // the viewer's
 
 	mu  sync.Mutex // guards cur
 	cur scenario.Path
@@ -98,8 +104,10 @@ func (d *demo) set(r rate.Bitrate, rtt time.Duration, reset bool) scenario.Path 
 		d.cur.RTT = rtt
 	}
 	fwd, rev := emu.SplitRTT(d.cur.RTT)
-	d.p.Set(emu.Forward, d.cur.Rate, fwd)
-	d.p.Set(emu.Reverse, 0, rev)
+	for _, p := range d.p {
+		p.Set(emu.Forward, d.cur.Rate, fwd)
+		p.Set(emu.Reverse, 0, rev)
+	}
 	d.log.Info("path changed", "rate", d.cur.Rate, "rtt", d.cur.RTT)
 	return d.cur
 }
@@ -115,24 +123,28 @@ func (d *demo) get() scenario.Path {
 func Run(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ecfg := cfg.Path.EmuConfig()
-	ecfg.Logger = cfg.Log
-	p, err := emu.Start(ctx, ecfg)
+	paths, err := startPaths(ctx, cfg)
+	for _, p := range paths {
+		defer p.Close()
+	}
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	p := paths[0] // the viewer's: its receiver namespace is every path's
 	token, err := workload.NewToken()
 	if err != nil {
 		return err
 	}
-	d := &demo{p: p, start: cfg.Path, cur: cfg.Path, log: cfg.Log, stats: workload.StatsClient(p, token), token: token}
+	d := &demo{start: cfg.Path, cur: cfg.Path, shared: cfg.Shared, log: cfg.Log, stats: workload.StatsClient(p, token), token: token}
+	for _, p := range paths {
+		d.p = append(d.p, p)
+	}
 	defer d.stats.CloseIdleConnections()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	if err := d.startProcesses(ctx, &wg, p, cfg); err != nil {
+	if err := d.startProcesses(ctx, &wg, paths, cfg); err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: d.handler(workload.PageProxy(p, token)), ReadHeaderTimeout: 10 * time.Second}
@@ -140,22 +152,73 @@ func Run(ctx context.Context, cfg Config) error {
 	defer srv.Close()
 
 	fmt.Fprintf(cfg.Stdout, "\n  replenish demo: open http://%s/ in a browser\n", cfg.Page.Addr())
-	fmt.Fprintf(cfg.Stdout, "  path %s, RTT %v, queue %d bytes, one bottleneck shared by every sender: %s\n", cfg.Path.Rate, cfg.Path.RTT,
-		scenario.QueueBytes(cfg.Path.Rate, cfg.Path.Queue), scenario.Streams(cfg.Streams))
+	fmt.Fprintf(cfg.Stdout, "  path %s, RTT %v, queue %d bytes, %s: %s\n", cfg.Path.Rate, cfg.Path.RTT,
+		scenario.QueueBytes(cfg.Path.Rate, cfg.Path.Queue), d.layout(), scenario.Streams(cfg.Streams))
 	fmt.Fprintln(cfg.Stdout, "  type: rate 500kbit | rtt 200ms | reset | status | quit   (Ctrl-C stops)")
 	fmt.Fprintln(cfg.Stdout)
-	return d.loop(ctx, p.Done(), cfg.Stdin, cfg.Stdout)
+	return d.loop(ctx, anyDone(ctx, paths), cfg.Stdin, cfg.Stdout)
+}
+
+// startPaths starts the senders' paths: one, or one per stream, the others
+// ending in the first's receiver namespace. It returns those it started,
+// for the caller to close, with the error that stopped it.
+func startPaths(ctx context.Context, cfg Config) ([]*emu.Path, error) {
+	n := len(cfg.Streams)
+	if cfg.Shared {
+		n = 1
+	}
+	ecfg := cfg.Path.EmuConfig()
+	ecfg.Logger = cfg.Log
+	var paths []*emu.Path
+	for range n {
+		p, err := emu.Start(ctx, ecfg)
+		if err != nil {
+			return paths, err
+		}
+		paths = append(paths, p)
+		ecfg.ReceiverNS = paths[0].ReceiverNS()
+	}
+	return paths, nil
+}
+
+// anyDone returns a channel closed when any of paths goes away; its
+// goroutines end with ctx.
+func anyDone(ctx context.Context, paths []*emu.Path) <-chan struct{} {
+	done := make(chan struct{})
+	var once sync.Once
+	for _, p := range paths {
+		go func() {
+			select {
+			case <-p.Done():
+				once.Do(func() { close(done) })
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return done
+}
+
+// layout says how the senders share the path, as the demo prints it.
+func (d *demo) layout() string {
+	if d.shared || len(d.p) == 1 {
+		return "one bottleneck shared by every sender"
+	}
+	return "each sender on a path of its own, of this shape"
 }
 
 // startProcesses starts the viewer, waits until it answers, and starts the
 // senders, each kept running by a goroutine of wg until ctx is done.
-func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, p *emu.Path, cfg Config) error {
+func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, paths []*emu.Path, cfg Config) error {
 	certFile, keyFile, err := workload.WriteCertificate(cfg.Dir)
 	if err != nil {
 		return err
 	}
+	p := paths[0]
 	vw := workload.Viewer{Program: cfg.Programs.Viewer, Token: d.token, Fingerprint: filepath.Join(cfg.Dir, "viewer.fingerprint"),
 		CertFile: certFile, KeyFile: keyFile}
+	if len(paths) > 1 {
+		vw.Listen = workload.AllAddresses // each path's far end
+	}
 	viewerUp := make(chan struct{})
 	wg.Go(func() {
 		supervise(ctx, d.log, "viewer", func() (*proc.Proc, error) {
@@ -172,6 +235,7 @@ func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, p *emu.Pa
 		s := workload.Sender{Program: cfg.Programs.Sender, Transport: st.Transport, Name: StreamName(st), Mode: st.Mode,
 			Bitrate: bitrate, MaxRes: cfg.MaxRes, Token: d.token}
 		logName := fmt.Sprintf("sender-%d", i+1)
+		sp := paths[min(i, len(paths)-1)]
 		wg.Go(func() {
 			supervise(ctx, d.log, "sender "+s.Name, func() (*proc.Proc, error) {
 				if s.Transport == scenario.QUIC {
@@ -183,7 +247,7 @@ func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, p *emu.Pa
 					}
 					s.Pin = pin
 				}
-				return workload.StartSender(p, logName, s, filepath.Join(cfg.Dir, logName+".log"))
+				return workload.StartSender(sp, logName, s, filepath.Join(cfg.Dir, logName+".log"))
 			}, nil)
 		})
 	}
@@ -323,8 +387,14 @@ func (d *demo) printStatus(ctx context.Context, out io.Writer) {
 	var b strings.Builder
 	c := d.get()
 	fmt.Fprintf(&b, "path %s, RTT %v", c.Rate, c.RTT)
-	if s := d.p.Stats().Forward; s.Window.Packets > 0 {
-		fmt.Fprintf(&b, ", queue p50 %s", summary.FormatMs(s.Window.Queue.P50))
+	for i, p := range d.p {
+		if s := p.Stats().Forward; s.Window.Packets > 0 {
+			if len(d.p) > 1 {
+				fmt.Fprintf(&b, ", sender %d's queue p50 %s", i+1, summary.FormatMs(s.Window.Queue.P50))
+			} else {
+				fmt.Fprintf(&b, ", queue p50 %s", summary.FormatMs(s.Window.Queue.P50))
+			}
+		}
 	}
 	b.WriteByte('\n')
 	if err != nil {

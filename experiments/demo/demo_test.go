@@ -62,7 +62,7 @@ func TestDemoAPI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fp := &fakePath{rate: map[emu.Direction]rate.Bitrate{}, delay: map[emu.Direction]time.Duration{}}
-			d := &demo{p: fp, start: start, cur: start, log: slog.New(slog.DiscardHandler)}
+			d := &demo{p: []path{fp}, start: start, cur: start, log: slog.New(slog.DiscardHandler)}
 			if tt.name == "reset" {
 				d.cur.Rate, d.cur.RTT = rate.Mbps, time.Second
 			}
@@ -107,7 +107,7 @@ func TestDemoAPI(t *testing.T) {
 func TestDemoCommands(t *testing.T) {
 	start := scenario.Path{Rate: 2 * rate.Mbps, RTT: 80 * time.Millisecond, Queue: 200 * time.Millisecond}
 	fp := &fakePath{rate: map[emu.Direction]rate.Bitrate{}, delay: map[emu.Direction]time.Duration{}}
-	d := &demo{p: fp, start: start, cur: start, log: slog.New(slog.DiscardHandler)}
+	d := &demo{p: []path{fp}, start: start, cur: start, log: slog.New(slog.DiscardHandler)}
 	var out bytes.Buffer
 	ctx := context.Background()
 	tests := []struct {
@@ -138,5 +138,30 @@ func TestDemoCommands(t *testing.T) {
 				t.Errorf("output %q lacks %q", out.String(), tt.wantOut)
 			}
 		})
+	}
+}
+
+// TestDemoPathPerSender: with a path per sender, a change reaches every
+// path, and the API says the paths are not shared.
+func TestDemoPathPerSender(t *testing.T) {
+	start := scenario.Path{Rate: 2 * rate.Mbps, RTT: 80 * time.Millisecond, Queue: 200 * time.Millisecond}
+	var fps []*fakePath
+	d := &demo{start: start, cur: start, log: slog.New(slog.DiscardHandler)}
+	for range 3 {
+		fp := &fakePath{rate: map[emu.Direction]rate.Bitrate{}, delay: map[emu.Direction]time.Duration{}}
+		fps = append(fps, fp)
+		d.p = append(d.p, fp)
+	}
+	d.set(500*rate.Kbps, 0, false)
+	for i, fp := range fps {
+		if fp.rate[emu.Forward] != 500*rate.Kbps {
+			t.Errorf("path %d: forward rate %v, want 500 kb/s", i, fp.rate[emu.Forward])
+		}
+	}
+	if j := d.pathJSON(); j.Shared {
+		t.Error("three paths reported as one shared bottleneck")
+	}
+	if d.shared = true; !d.pathJSON().Shared {
+		t.Error("a shared path reported as separate ones")
 	}
 }

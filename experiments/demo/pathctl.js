@@ -21,7 +21,8 @@
   let state = null;
 
   function show(path) {
-    setTextOf('now', 'path ' + fmtRate(path.rate_bps) + ', RTT ' + path.rtt_ms + ' ms, one bottleneck shared by every stream');
+    const layout = path.shared ? 'one bottleneck shared by every stream' : 'each stream on a path of its own, of this shape';
+    setTextOf('now', 'path ' + fmtRate(path.rate_bps) + ', RTT ' + path.rtt_ms + ' ms, ' + layout);
     document.getElementById('path-rate').value = Math.round(path.rate_bps / 1000);
     document.getElementById('path-rtt').value = path.rtt_ms;
   }

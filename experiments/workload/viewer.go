@@ -161,7 +161,15 @@ type Viewer struct {
 	// PageMode is its buffer policy toward pages (-page-mode); the zero
 	// Mode leaves the viewer's default.
 	PageMode transport.Mode
+	// Listen is where it takes media (-listen): "" for the path's receiver
+	// address, AllAddresses for every address of its namespace (senders
+	// over several paths that end there).
+	Listen string
 }
+
+// AllAddresses is Viewer.Listen for media on every address of the
+// viewer's namespace, on the workload's port.
+var AllAddresses = fmt.Sprintf("0.0.0.0:%d", Port)
 
 // args returns the viewer's command line for media on mediaAddr.
 func (v Viewer) args(mediaAddr string) []string {
@@ -189,7 +197,11 @@ func StartViewer(ctx context.Context, p *emu.Path, c *http.Client, v Viewer, log
 		return nil, errors.New("workload: a viewer needs a token and a fingerprint file")
 	}
 	os.Remove(v.Fingerprint) // a previous viewer's
-	pr, err := proc.StartEnv(p.ReceiverNS(), "viewer", v.args(receiverAddr(p)), []string{tokenEnv + "=" + v.Token}, logPath, nil)
+	listen := v.Listen
+	if listen == "" {
+		listen = receiverAddr(p)
+	}
+	pr, err := proc.StartEnv(p.ReceiverNS(), "viewer", v.args(listen), []string{tokenEnv + "=" + v.Token}, logPath, nil)
 	if err != nil {
 		return nil, err
 	}
