@@ -54,7 +54,7 @@ type tcpLink struct {
 	wbuf []byte // writeControl's
 }
 
-var _ senderLink = (*tcpLink)(nil)
+var _ authLink = (*tcpLink)(nil)
 
 func newTCPLink(conn net.Conn) *tcpLink {
 	if tc, ok := conn.(*net.TCPConn); ok {
@@ -82,6 +82,13 @@ func (l *tcpLink) writeControl(pkt []byte, deadline time.Time) error {
 	l.conn.SetWriteDeadline(deadline)
 	_, err = l.conn.Write(l.wbuf)
 	return err
+}
+
+func (l *tcpLink) authBinding(ssrc uint32, c framer.AuthChallenge, deadline time.Time) ([]byte, error) {
+	if err := l.writeControl(framer.MarshalAuthChallenge(ssrc, c), deadline); err != nil {
+		return nil, fmt.Errorf("sending the challenge: %w", err)
+	}
+	return framer.TCPAuthBinding(c.Nonce), nil
 }
 
 func (l *tcpLink) close(error)       { l.conn.Close() }

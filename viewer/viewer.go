@@ -34,6 +34,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,12 @@ const (
 	DefaultMaxWHEP          = 16
 	DefaultMaxWHEPPerStream = 4
 	DefaultReorderWait      = 500 * time.Millisecond
+	DefaultAuthTimeout      = 5 * time.Second
+	// DefaultMaxSenderConns leaves room for DefaultMaxStreams senders
+	// and as many connections again that are still proving the token or
+	// being refused.
+	DefaultMaxSenderConns        = 64
+	DefaultMaxSenderConnsPerAddr = 16
 	// SelfSignedValidity is how long the certificate New makes is valid.
 	SelfSignedValidity = 365 * 24 * time.Hour
 )
@@ -75,8 +82,8 @@ var (
 	// ErrConfig wraps every configuration error New returns.
 	ErrConfig = errors.New("viewer: invalid configuration")
 	// ErrTokenRequired is returned (wrapped in ErrConfig) when the HTTP
-	// address is not a loopback address and no token is set.
-	ErrTokenRequired = errors.New("viewer: serving HTTP on a non-loopback address needs a token")
+	// or the media address is not a loopback address and no token is set.
+	ErrTokenRequired = errors.New("viewer: a non-loopback address needs a token")
 	// ErrRunning is returned by a second call of Run.
 	ErrRunning = errors.New("viewer: Run called more than once")
 )
@@ -101,9 +108,13 @@ type Config struct {
 	// Token, when set, must accompany every HTTP request: as the query
 	// parameter ?token= (the viewer then sets a cookie so the page's own
 	// requests carry it), as that cookie, or as "Authorization: Bearer
-	// <token>", which is the only form WHIP and WHEP requests may use. It
-	// is required when HTTP is not a loopback address. Without a token,
-	// requests must name a loopback host (this blocks DNS rebinding).
+	// <token>", which is the only form WHIP and WHEP requests may use.
+	// Senders over TCP and QUIC must prove they know it before the viewer
+	// accepts a stream from them (framer's RPLA packets: an HMAC bound
+	// to the connection; the token itself never crosses the network). It
+	// is required when HTTP or Listen is not a loopback address. Without
+	// a token, requests must name a loopback host (this blocks DNS
+	// rebinding).
 	Token string
 	// AllowedOrigins lists extra WebSocket origins ("scheme://host:port")
 	// accepted besides the page's own host.
@@ -122,6 +133,14 @@ type Config struct {
 	ClientQueue int
 	// MaxFrameSize caps one VP8 frame, in bytes (default 4 MiB).
 	MaxFrameSize int
+	// AuthTimeout is how long a new TCP or QUIC connection has to prove
+	// the token before it is closed (default 5 s).
+	AuthTimeout time.Duration
+	// MaxSenderConns caps the TCP and QUIC connections from senders open
+	// at once, those still proving the token included (default 64), and
+	// MaxSenderConnsPerAddr those from one IP address (default 16). A
+	// connection beyond either is closed at once.
+	MaxSenderConns, MaxSenderConnsPerAddr int
 	// StallTimeout drops a sender that sends nothing for this long
 	// (default 5 s); for a WHIP publisher that includes the time ICE and
 	// DTLS take to connect. A WHEP player that has not connected within
@@ -177,6 +196,7 @@ type Server struct {
 	upgrader websocket.Upgrader
 	running  atomic.Bool
 	ready    chan struct{} // closed by Run once it listens
+	refused  refusals      // media connections refused at a limit
 	seq      atomic.Uint64 // orders frames across streams
 
 	cert tls.Certificate   // the QUIC identity; read-only
@@ -185,18 +205,20 @@ type Server struct {
 	// Set before ready is closed, read-only after.
 	mediaAddr, httpAddr net.Addr
 
-	mu           sync.Mutex      // guards following fields
-	ctx          context.Context // Run's; nil until Run listens
-	streams      []*stream       // in id order
-	nextStreamID uint32
-	clients      map[*client]struct{}
-	nextClientID uint32
-	whip         map[string]*senderConn  // WHIP sessions by id
-	whipCount    int                     // WHIP sessions open or being negotiated
-	ended        []endedSession          // WHIP and WHEP sessions that ended on their own, oldest first
-	whep         map[string]*whepSession // WHEP sessions by id
-	closing      bool                    // Run is shutting down: accept nothing new
-	conns        sync.WaitGroup          // sender connections, pages, WHEP sessions; Add under mu while !closing
+	mu            sync.Mutex      // guards following fields
+	ctx           context.Context // Run's; nil until Run listens
+	streams       []*stream       // in id order
+	nextStreamID  uint32
+	clients       map[*client]struct{}
+	nextClientID  uint32
+	whip          map[string]*senderConn  // WHIP sessions by id
+	whipCount     int                     // WHIP sessions open or being negotiated
+	ended         []endedSession          // WHIP and WHEP sessions that ended on their own, oldest first
+	whep          map[string]*whepSession // WHEP sessions by id
+	closing       bool                    // Run is shutting down: accept nothing new
+	senderConns   int                     // TCP and QUIC connections from senders open
+	senderConnsBy map[netip.Addr]int      // of those, by IP address; no zero entries
+	conns         sync.WaitGroup          // sender connections, pages, WHEP sessions; Add under mu while !closing
 }
 
 // withDefaults checks c and fills in the defaults of its zero fields.
@@ -216,8 +238,12 @@ func (c *Config) withDefaults() error {
 			return fmt.Errorf("%w: %s address %q: bad port", ErrConfig, a.name, a.addr)
 		}
 	}
-	if c.Token == "" && !IsLoopback(c.HTTP) {
-		return fmt.Errorf("%w: %w (%q); set a token or use 127.0.0.1", ErrConfig, ErrTokenRequired, c.HTTP)
+	if c.Token == "" {
+		for _, a := range []struct{ what, addr string }{{"HTTP", c.HTTP}, {"media", c.Listen}} {
+			if !IsLoopback(a.addr) {
+				return fmt.Errorf("%w: %w: the %s address %q; set a token or use 127.0.0.1", ErrConfig, ErrTokenRequired, a.what, a.addr)
+			}
+		}
 	}
 	for _, d := range []struct {
 		name string
@@ -233,6 +259,8 @@ func (c *Config) withDefaults() error {
 		{"MaxWHIP", &c.MaxWHIP, DefaultMaxWHIP},
 		{"MaxWHEP", &c.MaxWHEP, DefaultMaxWHEP},
 		{"MaxWHEPPerStream", &c.MaxWHEPPerStream, DefaultMaxWHEPPerStream},
+		{"MaxSenderConns", &c.MaxSenderConns, DefaultMaxSenderConns},
+		{"MaxSenderConnsPerAddr", &c.MaxSenderConnsPerAddr, DefaultMaxSenderConnsPerAddr},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
@@ -252,6 +280,7 @@ func (c *Config) withDefaults() error {
 		{"RateWindow", &c.RateWindow, DefaultRateWindow},
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"ReorderWait", &c.ReorderWait, DefaultReorderWait},
+		{"AuthTimeout", &c.AuthTimeout, DefaultAuthTimeout},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
@@ -290,6 +319,8 @@ func New(cfg Config) (*Server, error) {
 		clients: make(map[*client]struct{}),
 		whip:    make(map[string]*senderConn),
 		whep:    make(map[string]*whepSession),
+
+		senderConnsBy: make(map[netip.Addr]int),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
