@@ -32,7 +32,8 @@ import (
 //	  u8 version (1), u8 flags (bit 0: a token is required), u16 reserved (0),
 //	  32-byte nonce
 //	answer (subtype 1, sender to viewer, the sender's first packet):
-//	  RTCP header (V=2, P=0, subtype 1, PT 204, length 11), sender's SSRC, "RPLA",
+//	  RTCP header (V=2, P=0, subtype 1, PT 204, length 11), the sender's SSRC
+//	  (0 where the transport does not know it; the viewer ignores it), "RPLA",
 //	  u8 version (1), 3 bytes reserved (0), 32-byte proof
 //
 // A viewer without a token still sends the challenge (without the flag),

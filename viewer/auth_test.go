@@ -1,10 +1,20 @@
 package viewer
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"replenish/framer"
+	"replenish/internal/certs"
+	"replenish/media"
+	"replenish/media/fakecodec"
+	"replenish/sender"
+	"replenish/transport"
+	roq "replenish/transport/quic"
+	"replenish/transport/tcp"
 )
 
 const authToken = "media-token-0123456789"
@@ -219,4 +229,96 @@ func TestTakeoverRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSenderProvesToken runs the real sender's connection loop over each
+// transport's dialer: with the viewer's token its frames flow; with a
+// wrong token, or none, the viewer refuses every connection and the
+// sender says why.
+func TestSenderProvesToken(t *testing.T) {
+	ts := startServer(t, withToken)
+	tc, err := certs.ClientTLS(ts.Fingerprint(), nil, "", framer.RoQALPN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialers := map[string]func(token string) transport.Dialer{
+		"tcp":  func(token string) transport.Dialer { return tcp.Dialer(ts.media, tcp.Config{Token: token}) },
+		"quic": func(token string) transport.Dialer { return roq.Dialer(ts.media, roq.Config{TLS: tc, Token: token}) },
+	}
+	for _, tr := range []string{"tcp", "quic"} {
+		for _, c := range []struct {
+			token string
+			ok    bool
+			why   string // in the sender's error
+		}{
+			{authToken, true, ""},
+			{"wrong", false, "authentication failed"},
+			{"", false, "requires a token"},
+		} {
+			t.Run(tr+"/"+map[bool]string{true: "right", false: "refused"}[c.ok]+"/"+c.token, func(t *testing.T) {
+				name := tr + "-" + c.token
+				ends := connectSender(t, name, dialers[tr](c.token))
+				if c.ok {
+					eventually(t, "frames", func() bool {
+						s, _ := authStats(t, ts, authToken).stream(name)
+						return s.FramesReceived >= 10
+					})
+					return
+				}
+				for range 2 {
+					select {
+					case err := <-ends:
+						if tr == "quic" && c.token == "" {
+							break // the viewer's reason comes in the QUIC close
+						}
+						if err == nil || !strings.Contains(err.Error(), c.why) {
+							t.Errorf("the sender's connection ended with %v, want %q in it", err, c.why)
+						}
+					case <-time.After(waitLimit):
+						t.Fatal("the sender's connection was not ended")
+					}
+				}
+				for _, s := range authStats(t, ts, authToken).Streams {
+					if s.Name == name || s.Connected && s.Name != tr+"-"+authToken {
+						t.Fatalf("stream %+v from a sender without the token", s)
+					}
+				}
+			})
+		}
+	}
+}
+
+// connectSender runs a sender named name over dial until the test ends and
+// returns why each of its connections ended.
+func connectSender(t *testing.T, name string, dial transport.Dialer) <-chan error {
+	src := media.NewSource(media.SourceConfig{FPS: 30, Name: name})
+	s, err := sender.New(sender.Config{Source: src, Name: name, MaxSize: media.Size{W: 160, H: 90},
+		NewEncoder: sender.NewEncoderOf(fakecodec.NewEncoder), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := make(chan error, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Go(func() { src.Run(ctx) })
+	wg.Go(func() {
+		defer s.Close()
+		s.Connect(ctx, sender.ConnectConfig{Dial: func(ctx context.Context, h transport.Handler) (transport.Conn, error) {
+			c, err := dial(ctx, h)
+			if err != nil {
+				select {
+				case ends <- err:
+				default:
+				}
+			}
+			return c, err
+		}, OnDisconnect: func(_ transport.Counters, err error) {
+			select {
+			case ends <- err:
+			default:
+			}
+		}})
+	})
+	return ends
 }

@@ -125,10 +125,23 @@ func (s *Server) serveSender(ctx context.Context, link authLink) {
 	}
 	if err != nil {
 		log.Warn("sender refused", "err", err)
-		link.close(err)
+		s.endLink(link, err)
 		return
 	}
 	s.runSender(ctx, sc, st, log)
+}
+
+// endLink closes link, for the reason err. A connection refused (a failed
+// proof of the token, a stream name or the stream cap) is told why where
+// its transport can carry it: over TCP in an RTCP BYE (QUIC carries the
+// reason in its close).
+func (s *Server) endLink(link senderLink, err error) {
+	if r, ok := link.(interface{ refuse(uint32, error) }); ok &&
+		(errors.Is(err, errAuth) || errors.Is(err, errNameTaken) || errors.Is(err, errTooManyStreams)) {
+		r.refuse(s.ssrc, err)
+		return
+	}
+	link.close(err)
 }
 
 // runSender runs the connection loop of sc, attached to st, until it
@@ -146,7 +159,7 @@ func (s *Server) runSender(ctx context.Context, sc *senderConn, st *stream, log 
 	if c := sc.cause.Load(); c != nil {
 		err = *c
 	}
-	link.close(err)
+	s.endLink(link, err)
 	feedback.Wait()
 	s.detach(sc, st)
 	switch {

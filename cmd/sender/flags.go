@@ -23,7 +23,7 @@ type options struct {
 	to        string
 	name      string
 	transport string // "tcp", "quic" or "webrtc"
-	token     string // WebRTC: the WHIP endpoint's bearer token
+	token     string // proved to the viewer (TCP, QUIC); WebRTC: the WHIP bearer token
 	probe     string // where clock probes go; empty: none
 	mode      transport.Mode
 	pin       certs.Fingerprint // QUIC: the viewer's certificate
@@ -59,7 +59,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `address` to send to: host:port (TCP, or UDP for QUIC), or the WHIP URL for WebRTC (http://host:8080/whip)")
 	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
 	fs.StringVar(&o.transport, "transport", "tcp", "`transport`: tcp, quic (RTP over QUIC; needs -pin or -ca) or webrtc (WHIP, pion's congestion control, for comparison)")
-	fs.StringVar(&o.token, "token", os.Getenv("REPLENISH_TOKEN"), "WebRTC: the viewer's `token`, sent as a bearer token (default $REPLENISH_TOKEN)")
+	fs.StringVar(&o.token, "token", os.Getenv("REPLENISH_TOKEN"), "the viewer's `token`: over TCP and QUIC proved at each connection (it never crosses the network), over WebRTC sent as the WHIP bearer token (default $REPLENISH_TOKEN)")
 	fs.StringVar(&r.probe, "probe", "", "clock probes to this UDP `host:port` (default: -to for tcp and quic; none for webrtc unless given: the viewer's -listen address)")
 	fs.StringVar(&r.mode, "mode", "replenish", "send buffer policy: replenish, lowat (TCP) or default, expire=DURATION (QUIC), or a full form such as replenish=15ms, lowat=15000, default+nagle")
 	fs.DurationVar(&r.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
@@ -180,9 +180,6 @@ func parseMode(r rawFlags) (transport.Mode, error) {
 // checkTransport checks that the mode suits the transport and that QUIC
 // has a way to verify the viewer.
 func (o *options) checkTransport(r rawFlags) error {
-	if o.transport != "webrtc" && o.token != "" && r.set["token"] {
-		return errors.New("-token applies to -transport webrtc")
-	}
 	switch o.transport {
 	case "webrtc":
 		if r.set["mode"] || r.set["replenish"] || r.set["lowat"] || r.set["nodelay"] || r.pin != "" || o.ca != "" {

@@ -1,6 +1,7 @@
 // Command sender renders synthetic video with its capture time in the
-// pixels, encodes VP8 and sends it to a viewer over TCP, writing a frame only
-// when the transport invites one (source buffer management).
+// pixels, encodes VP8 and sends it to a viewer over TCP, QUIC or WebRTC,
+// writing a frame only when the transport invites one (source buffer
+// management).
 package main
 
 import (
@@ -149,7 +150,7 @@ func isTerminal(w io.Writer) bool {
 func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	switch o.transport {
 	case "tcp":
-		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Logger: log}), nil
+		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Token: o.token, Logger: log}), nil
 	case "webrtc":
 		return webrtc.Dialer(o.to, webrtc.Config{Token: o.token, Name: o.name, InitialBitrate: o.start, Logger: log}), nil
 	}
@@ -162,5 +163,5 @@ func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Logger: log}), nil
+	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Token: o.token, Logger: log}), nil
 }

@@ -61,7 +61,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "webrtc host:port", args: []string{"-transport", "webrtc", "-to", "127.0.0.1:8080"}, wantErr: "WHIP URL"},
 		{name: "webrtc with a mode", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-mode", "default"}, wantErr: "no -mode"},
 		{name: "webrtc bad probe", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-probe", "h"}, wantErr: "-probe"},
-		{name: "tcp token", args: []string{"-token", "x"}, wantErr: "-transport webrtc"},
+		{name: "tcp token", args: []string{"-token", "x"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args, io.Discard)
@@ -80,6 +80,35 @@ func TestParseFlags(t *testing.T) {
 			}
 			if want := cmp.Or(tc.layers, "L1T3"); o.layers.String() != want {
 				t.Fatalf("layers %v, want %s", o.layers, want)
+			}
+		})
+	}
+}
+
+// -token applies to every transport, and defaults to $REPLENISH_TOKEN.
+func TestTokenFlag(t *testing.T) {
+	pin := "sha256:" + strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"tcp", []string{"-token", "t1"}, "", "t1"},
+		{"quic", []string{"-transport", "quic", "-pin", pin, "-token", "t2"}, "", "t2"},
+		{"webrtc", []string{"-transport", "webrtc", "-to", "http://h/whip", "-token", "t3"}, "", "t3"},
+		{"from the environment", nil, "t4", "t4"},
+		{"flag over the environment", []string{"-token", "t5"}, "t4", "t5"},
+		{"none", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("REPLENISH_TOKEN", tc.env)
+			o, err := parseFlags(tc.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.token != tc.want {
+				t.Errorf("token %q, want %q", o.token, tc.want)
 			}
 		})
 	}

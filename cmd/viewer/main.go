@@ -70,9 +70,9 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.listen, "listen", viewer.DefaultListen, "`host:port` where senders connect (TCP, and UDP for QUIC and clock probes)")
+	fs.StringVar(&o.listen, "listen", viewer.DefaultListen, "`host:port` where senders connect (TCP, and UDP for QUIC and clock probes); a non-loopback address needs -token")
 	fs.StringVar(&o.http, "http", viewer.DefaultHTTP, "`host:port` of the page and the API; a non-loopback address needs -token")
-	fs.StringVar(&o.token, "token", "", "`secret` every browser and API request must carry (open the page with ?token=secret; WHIP and WHEP: Authorization: Bearer secret); default $"+tokenEnv)
+	fs.StringVar(&o.token, "token", "", "`secret` every sender must prove (bin/sender -token) and every browser and API request carry (open the page with ?token=secret; WHIP and WHEP: Authorization: Bearer secret); default $"+tokenEnv)
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.StringVar(&o.records, "records", "", "write one JSON line per frame received and per frame a page displayed (\"native\": by its native player) to this `file` (for experiments)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` with the QUIC certificate (chain, leaf first); default a new self-signed one at each start")
@@ -143,7 +143,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	s, err := viewer.New(cfg)
 	if errors.Is(err, viewer.ErrTokenRequired) {
-		fmt.Fprintf(stderr, "viewer: -http %s is reachable from other machines, so it needs -token (or $%s); or use -http 127.0.0.1:PORT\n", o.http, tokenEnv)
+		flag, addr := "http", o.http
+		if viewer.IsLoopback(o.http) {
+			flag, addr = "listen", o.listen
+		}
+		fmt.Fprintf(stderr, "viewer: -%s %s is reachable from other machines, so it needs -token (or $%s); or use -%s 127.0.0.1:PORT\n",
+			flag, addr, tokenEnv, flag)
 		return 2
 	}
 	if err != nil {

@@ -40,7 +40,8 @@ func TestFlags(t *testing.T) {
 		{"port out of range", []string{"-listen", "127.0.0.1:70000"}, 2, []string{"-listen"}},
 		{"unknown flag", []string{"-colour"}, 2, []string{"flag provided but not defined"}},
 		{"extra argument", []string{"now"}, 2, []string{"unexpected arguments"}},
-		{"exposed without token", []string{"-http", "0.0.0.0:0"}, 2, []string{"needs -token"}},
+		{"exposed without token", []string{"-http", "0.0.0.0:0"}, 2, []string{"-http 0.0.0.0:0", "needs -token"}},
+		{"media exposed without token", []string{"-listen", "0.0.0.0:0"}, 2, []string{"-listen 0.0.0.0:0", "needs -token"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer

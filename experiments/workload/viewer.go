@@ -2,6 +2,8 @@ package workload
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net"
@@ -21,6 +23,28 @@ import (
 // statsURL is the viewer's /api/stats, as a client into the receiver's
 // namespace asks for it.
 const statsURL = "http://" + ViewerHTTP + "/api/stats"
+
+// token is the viewer's token in this process's runs, which senders prove
+// and the harness's requests carry: the viewer receives media on the
+// path's address, which is not loopback, so it must have one. It is new
+// in each process; the browser never needs it (PageProxy adds it).
+var token = newToken()
+
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// withToken is an HTTP transport that adds the viewer's token to every
+// request.
+type withToken struct{ base http.RoundTripper }
+
+func (t withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+token)
+	return t.base.RoundTrip(r)
+}
 
 // nsDialer returns a dial function whose connections start inside side's
 // namespace of p (the socket is created there, so it stays there).
@@ -51,7 +75,7 @@ func nsTransport(p *emu.Path) *http.Transport {
 // receiver namespace, for FetchStats and StartViewer. Close its idle
 // connections when done.
 func StatsClient(p *emu.Path) *http.Client {
-	return &http.Client{Transport: nsTransport(p), Timeout: 2 * time.Second}
+	return &http.Client{Transport: withToken{nsTransport(p)}, Timeout: 2 * time.Second}
 }
 
 // FetchStats gets the viewer's /api/stats with c (see StatsClient).
@@ -75,14 +99,20 @@ func FetchStats(ctx context.Context, c *http.Client) (viewer.Stats, error) {
 
 // PageProxy returns a reverse proxy to the viewer's page, API and WebSocket
 // in p's receiver namespace, for a browser on this host. The browser's
-// Host header is passed on unchanged, so that the viewer's loopback-host
-// and same-origin checks see what the browser sent.
+// Host header is passed on unchanged, so that the viewer's same-origin
+// check sees what the browser sent, and the viewer's token is added to
+// requests that name a loopback host (the viewer's own rule without a
+// token, which keeps a page elsewhere from reaching it by rebinding its
+// host name to 127.0.0.1); others get the viewer's 401.
 func PageProxy(p *emu.Path) *httputil.ReverseProxy {
 	target := &url.URL{Scheme: "http", Host: ViewerHTTP}
 	return &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = r.In.Host
+			if viewer.IsLoopback(r.In.Host) {
+				r.Out.Header.Set("Authorization", "Bearer "+token)
+			}
 		},
 		Transport:     nsTransport(p),
 		FlushInterval: -1,
@@ -95,7 +125,7 @@ func PageProxy(p *emu.Path) *httputil.ReverseProxy {
 // its stderr to logPath. It returns once the viewer's API answers c (see
 // StatsClient), and stops the viewer if it does not within ReadyWait.
 func StartViewer(ctx context.Context, p *emu.Path, c *http.Client, prog, records, logPath string) (*proc.Proc, error) {
-	argv := []string{prog, "-listen", receiverAddr(p), "-http", ViewerHTTP}
+	argv := []string{prog, "-listen", receiverAddr(p), "-http", ViewerHTTP, "-token", token}
 	if records != "" {
 		argv = append(argv, "-records", records)
 	}
@@ -125,7 +155,7 @@ type Sender struct {
 // logPath.
 func StartSender(p *emu.Path, name string, s Sender, logPath string) (*proc.Proc, error) {
 	argv := []string{s.Program, "-to", receiverAddr(p), "-name", s.Name, "-mode", s.Mode.String(), "-status=false",
-		"-bitrate", scenario.FormatRate(s.Bitrate)}
+		"-bitrate", scenario.FormatRate(s.Bitrate), "-token", token}
 	if s.MaxRes != "" {
 		argv = append(argv, "-max-res", s.MaxRes)
 	}
