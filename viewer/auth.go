@@ -4,10 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/netip"
 	"os"
-	"sync"
 	"time"
 
 	"replenish/framer"
@@ -17,8 +14,6 @@ import (
 var (
 	// errAuth wraps every failure to prove the token.
 	errAuth = errors.New("viewer: media authentication failed")
-	// errTooManyConns is returned by admit at a connection limit.
-	errTooManyConns = errors.New("viewer: too many media connections")
 )
 
 // authLink is a sender's link on which the sender proves the token (TCP
@@ -67,52 +62,4 @@ func (s *Server) authenticate(link authLink) error {
 		return fmt.Errorf("%w: wrong token", errAuth)
 	}
 	return nil
-}
-
-// admit counts a new media connection from addr against MaxSenderConns and
-// MaxSenderConnsPerAddr. It returns a function that releases it, or an
-// error wrapping errTooManyConns.
-func (s *Server) admit(addr netip.Addr) (release func(), err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.senderConns >= s.cfg.MaxSenderConns:
-		return nil, fmt.Errorf("%w: %d open", errTooManyConns, s.senderConns)
-	case s.senderConnsBy[addr] >= s.cfg.MaxSenderConnsPerAddr:
-		return nil, fmt.Errorf("%w: %d open from %v", errTooManyConns, s.senderConnsBy[addr], addr)
-	}
-	s.senderConns++
-	s.senderConnsBy[addr]++
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.senderConns--
-		if s.senderConnsBy[addr]--; s.senderConnsBy[addr] == 0 {
-			delete(s.senderConnsBy, addr)
-		}
-	}, nil
-}
-
-// refusals logs refused media connections at most once per second, with
-// the number refused since the last message, so that a flood of
-// connections does not flood the log.
-type refusals struct {
-	mu         sync.Mutex // guards following fields
-	last       time.Time
-	suppressed int
-}
-
-// log logs err for the connection from remote, unless it logged one less
-// than a second before now.
-func (r *refusals) log(log *slog.Logger, remote string, err error, now time.Time) {
-	r.mu.Lock()
-	if now.Sub(r.last) < time.Second {
-		r.suppressed++
-		r.mu.Unlock()
-		return
-	}
-	n := r.suppressed
-	r.last, r.suppressed = now, 0
-	r.mu.Unlock()
-	log.Warn("sender refused", "sender", remote, "err", err, "refused_since_last_message", n)
 }

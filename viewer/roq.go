@@ -60,9 +60,9 @@ func (s *Server) acceptQUIC(ctx context.Context, ln *quic.Listener) error {
 			}
 			return fmt.Errorf("viewer: accepting QUIC senders: %w", err)
 		}
-		release, err := s.admit(addrOf(qc.RemoteAddr()))
+		release, err := s.senderLimits.admit(addrOf(qc.RemoteAddr()))
 		if err != nil {
-			s.refused.log(s.log, qc.RemoteAddr().String(), err, time.Now())
+			s.refused.log(s.log, "sender", qc.RemoteAddr().String(), err, time.Now())
 			qc.CloseWithError(roqGeneralError, err.Error())
 			continue
 		}

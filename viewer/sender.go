@@ -71,9 +71,9 @@ func (s *Server) acceptSenders(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("viewer: accepting senders: %w", err)
 		}
 		backoff = 5 * time.Millisecond
-		release, err := s.admit(addrOf(conn.RemoteAddr()))
+		release, err := s.senderLimits.admit(addrOf(conn.RemoteAddr()))
 		if err != nil {
-			s.refused.log(s.log, conn.RemoteAddr().String(), err, time.Now())
+			s.refused.log(s.log, "sender", conn.RemoteAddr().String(), err, time.Now())
 			conn.Close()
 			continue
 		}

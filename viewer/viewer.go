@@ -34,7 +34,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +73,13 @@ const (
 	// being refused.
 	DefaultMaxSenderConns        = 64
 	DefaultMaxSenderConnsPerAddr = 16
+	// DefaultMaxHTTPConns leaves room for DefaultMaxClients pages, each
+	// with its WebSocket and the few connections a browser opens besides.
+	DefaultMaxHTTPConns        = 128
+	DefaultMaxHTTPConnsPerAddr = 32
+	DefaultHTTPReadTimeout     = 10 * time.Second
+	DefaultHTTPWriteTimeout    = 30 * time.Second
+	DefaultHTTPIdleTimeout     = 60 * time.Second
 	// SelfSignedValidity is how long the certificate New makes is valid.
 	SelfSignedValidity = 365 * 24 * time.Hour
 )
@@ -96,11 +103,11 @@ type Config struct {
 	// socket. "" means 127.0.0.1:7000; a port of 0 picks a free one (see
 	// Server.Addrs).
 	Listen string
-	// Certificate is the viewer's TLS identity for QUIC (its chain, leaf
-	// first, and key). nil means a self-signed certificate New makes for
-	// the Listen host, 127.0.0.1, ::1 and localhost, valid for
-	// SelfSignedValidity. Senders verify it by its fingerprint
-	// (Server.Fingerprint) or by a certificate authority.
+	// Certificate is the viewer's TLS identity for QUIC and HTTPS (its
+	// chain, leaf first, and key). nil means a self-signed certificate
+	// New makes for the Listen and HTTP hosts, 127.0.0.1, ::1 and
+	// localhost, valid for SelfSignedValidity. Senders verify it by its
+	// fingerprint (Server.Fingerprint) or by a certificate authority.
 	Certificate *tls.Certificate
 	// HTTP is the address of the page, the WebSocket (/ws) and the API
 	// (/api/stats, /api/time). "" means 127.0.0.1:8080.
@@ -116,11 +123,31 @@ type Config struct {
 	// a token, requests must name a loopback host (this blocks DNS
 	// rebinding).
 	Token string
+	// HTTPTLS serves the page, the API, WHIP and WHEP over HTTPS on a
+	// loopback HTTP address too. On any other address they are always
+	// served over HTTPS, so that a remote browser has a secure context
+	// (WebCodecs needs one) and the token and video travel encrypted.
+	// HTTPS uses Certificate, the identity QUIC senders pin, so the one
+	// fingerprint names both (HTTP/1.1 only: the page's WebSocket needs
+	// it).
+	HTTPTLS bool
 	// AllowedOrigins lists extra WebSocket origins ("scheme://host:port")
-	// accepted besides the page's own host.
+	// accepted besides the page's own.
 	AllowedOrigins []string
 	// Logger receives the viewer's logs; nil discards them.
 	Logger *slog.Logger
+
+	// HTTPReadTimeout bounds reading each HTTP request, headers and body,
+	// and the TLS handshake (default 10 s); HTTPWriteTimeout writing each
+	// response (default 30 s); HTTPIdleTimeout how long a connection
+	// waits for its next request (default 60 s). A page's WebSocket keeps
+	// its own deadlines once upgraded (WriteTimeout, and pings).
+	HTTPReadTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
+	// MaxHTTPConns caps the HTTP connections open at once, WebSockets
+	// included (default 128), and MaxHTTPConnsPerAddr those from one IP
+	// address (default 32). A connection beyond either is closed as soon
+	// as it is accepted.
+	MaxHTTPConns, MaxHTTPConnsPerAddr int
 
 	// MaxStreams caps the streams the viewer keeps, connected or not
 	// (default 16). A new sender evicts the stream that disconnected
@@ -196,8 +223,11 @@ type Server struct {
 	upgrader websocket.Upgrader
 	running  atomic.Bool
 	ready    chan struct{} // closed by Run once it listens
-	refused  refusals      // media connections refused at a limit
-	seq      atomic.Uint64 // orders frames across streams
+	refused  refusals      // connections refused at a cap
+
+	senderLimits *connLimits   // TCP and QUIC connections from senders
+	httpLimits   *connLimits   // HTTP connections, WebSockets included
+	seq          atomic.Uint64 // orders frames across streams
 
 	cert tls.Certificate   // the QUIC identity; read-only
 	fp   certs.Fingerprint // of cert's leaf; read-only
@@ -205,20 +235,18 @@ type Server struct {
 	// Set before ready is closed, read-only after.
 	mediaAddr, httpAddr net.Addr
 
-	mu            sync.Mutex      // guards following fields
-	ctx           context.Context // Run's; nil until Run listens
-	streams       []*stream       // in id order
-	nextStreamID  uint32
-	clients       map[*client]struct{}
-	nextClientID  uint32
-	whip          map[string]*senderConn  // WHIP sessions by id
-	whipCount     int                     // WHIP sessions open or being negotiated
-	ended         []endedSession          // WHIP and WHEP sessions that ended on their own, oldest first
-	whep          map[string]*whepSession // WHEP sessions by id
-	closing       bool                    // Run is shutting down: accept nothing new
-	senderConns   int                     // TCP and QUIC connections from senders open
-	senderConnsBy map[netip.Addr]int      // of those, by IP address; no zero entries
-	conns         sync.WaitGroup          // sender connections, pages, WHEP sessions; Add under mu while !closing
+	mu           sync.Mutex      // guards following fields
+	ctx          context.Context // Run's; nil until Run listens
+	streams      []*stream       // in id order
+	nextStreamID uint32
+	clients      map[*client]struct{}
+	nextClientID uint32
+	whip         map[string]*senderConn  // WHIP sessions by id
+	whipCount    int                     // WHIP sessions open or being negotiated
+	ended        []endedSession          // WHIP and WHEP sessions that ended on their own, oldest first
+	whep         map[string]*whepSession // WHEP sessions by id
+	closing      bool                    // Run is shutting down: accept nothing new
+	conns        sync.WaitGroup          // sender connections, pages, WHEP sessions; Add under mu while !closing
 }
 
 // withDefaults checks c and fills in the defaults of its zero fields.
@@ -261,6 +289,8 @@ func (c *Config) withDefaults() error {
 		{"MaxWHEPPerStream", &c.MaxWHEPPerStream, DefaultMaxWHEPPerStream},
 		{"MaxSenderConns", &c.MaxSenderConns, DefaultMaxSenderConns},
 		{"MaxSenderConnsPerAddr", &c.MaxSenderConnsPerAddr, DefaultMaxSenderConnsPerAddr},
+		{"MaxHTTPConns", &c.MaxHTTPConns, DefaultMaxHTTPConns},
+		{"MaxHTTPConnsPerAddr", &c.MaxHTTPConnsPerAddr, DefaultMaxHTTPConnsPerAddr},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
@@ -281,6 +311,9 @@ func (c *Config) withDefaults() error {
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"ReorderWait", &c.ReorderWait, DefaultReorderWait},
 		{"AuthTimeout", &c.AuthTimeout, DefaultAuthTimeout},
+		{"HTTPReadTimeout", &c.HTTPReadTimeout, DefaultHTTPReadTimeout},
+		{"HTTPWriteTimeout", &c.HTTPWriteTimeout, DefaultHTTPWriteTimeout},
+		{"HTTPIdleTimeout", &c.HTTPIdleTimeout, DefaultHTTPIdleTimeout},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
@@ -308,19 +341,19 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cert:    cert,
-		fp:      fp,
-		cfg:     cfg,
-		log:     log,
-		page:    web.FS(),
-		ssrc:    rand.Uint32(),
-		now:     time.Now,
-		ready:   make(chan struct{}),
-		clients: make(map[*client]struct{}),
-		whip:    make(map[string]*senderConn),
-		whep:    make(map[string]*whepSession),
-
-		senderConnsBy: make(map[netip.Addr]int),
+		cert:         cert,
+		fp:           fp,
+		cfg:          cfg,
+		log:          log,
+		page:         web.FS(),
+		ssrc:         rand.Uint32(),
+		now:          time.Now,
+		ready:        make(chan struct{}),
+		clients:      make(map[*client]struct{}),
+		whip:         make(map[string]*senderConn),
+		whep:         make(map[string]*whepSession),
+		senderLimits: newConnLimits(cfg.MaxSenderConns, cfg.MaxSenderConnsPerAddr),
+		httpLimits:   newConnLimits(cfg.MaxHTTPConns, cfg.MaxHTTPConnsPerAddr),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
@@ -361,9 +394,11 @@ func identity(cfg Config) (tls.Certificate, certs.Fingerprint, error) {
 		return *c, certs.FingerprintOf(c.Certificate[0]), nil
 	}
 	hosts := []string{"127.0.0.1", "::1", "localhost"}
-	if host, _, _ := net.SplitHostPort(cfg.Listen); host != "" {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
-			hosts = append(hosts, host)
+	for _, addr := range []string{cfg.Listen, cfg.HTTP} {
+		if host, _, _ := net.SplitHostPort(addr); host != "" && !slices.Contains(hosts, host) {
+			if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+				hosts = append(hosts, host)
+			}
 		}
 	}
 	cert, fp, err := certs.SelfSigned(hosts, SelfSignedValidity)
@@ -444,28 +479,22 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mediaAddr, s.httpAddr = l.tcp.Addr(), l.http.Addr()
 	close(s.ready)
 	s.log.Info("listening", "media", s.mediaAddr.String(), "transports", "tcp, quic (udp)", "http", s.httpAddr.String(),
-		"whip", "http://"+s.httpAddr.String()+"/whip")
-	s.log.Info("tls fingerprint", "fingerprint", s.fp.String())
+		"page", s.scheme()+"://"+s.httpAddr.String()+"/", "whip", s.scheme()+"://"+s.httpAddr.String()+"/whip")
+	s.log.Info("tls fingerprint", "fingerprint", s.fp.String(), "for", s.tlsUses())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv, httpLn := s.httpServer(ctx, l.http)
 	var loops sync.WaitGroup
 	for _, loop := range []func() error{
 		func() error { return s.acceptSenders(ctx, l.tcp) },
 		func() error { return s.acceptQUIC(ctx, l.quic) },
 		func() error { s.serveProbes(ctx, l.tr); return nil },
 		func() error {
-			if err := srv.Serve(l.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("viewer: HTTP: %w", err)
 			}
 			return nil
@@ -485,6 +514,51 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// httpServer returns the HTTP server of the page and API and the listener
+// it serves: ln with the HTTP connection caps, and TLS when the viewer
+// serves HTTPS (see Config.HTTPTLS).
+func (s *Server) httpServer(ctx context.Context, ln net.Listener) (*http.Server, net.Listener) {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.HTTPReadTimeout,
+		ReadTimeout:       s.cfg.HTTPReadTimeout,
+		WriteTimeout:      s.cfg.HTTPWriteTimeout,
+		IdleTimeout:       s.cfg.HTTPIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	ln = &limitListener{Listener: ln, limits: s.httpLimits, refused: func(remote net.Addr, err error) {
+		s.refused.log(s.log, "HTTP connection", remote.String(), err, time.Now())
+	}}
+	if s.HTTPS() {
+		ln = tls.NewListener(ln, &tls.Config{
+			Certificates: []tls.Certificate{s.cert},
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"http/1.1"}, // the WebSocket needs HTTP/1.1's upgrade
+		})
+	}
+	return srv, ln
+}
+
+// HTTPS reports whether the viewer serves its page and API over HTTPS:
+// always on a non-loopback HTTP address, and with Config.HTTPTLS.
+func (s *Server) HTTPS() bool { return s.cfg.HTTPTLS || !IsLoopback(s.cfg.HTTP) }
+
+func (s *Server) scheme() string {
+	if s.HTTPS() {
+		return "https"
+	}
+	return "http"
+}
+
+// tlsUses says what the certificate serves, for the log.
+func (s *Server) tlsUses() string {
+	if s.HTTPS() {
+		return "quic, https"
+	}
+	return "quic"
 }
 
 // shutdown stops accepting, closes the pages' connections and the HTTP

@@ -9,9 +9,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +32,7 @@ func TestFlags(t *testing.T) {
 		contains []string
 	}{
 		{"help", []string{"-h"}, 0, []string{"-listen host:port", "127.0.0.1:7000", "-http host:port", "127.0.0.1:8080", "-token secret", "UDP",
-			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:"}},
+			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:", "-https", "HTTPS"}},
 		{"certificate without key", []string{"-tls-cert", "c.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
 		{"key without certificate", []string{"-tls-key", "k.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
 		{"unreadable certificate", []string{"-tls-cert", "/nonexistent/c.pem", "-tls-key", "/nonexistent/k.pem", "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0"}, 1,
@@ -196,6 +198,36 @@ func TestCertificateFiles(t *testing.T) {
 	if !strings.Contains(log, "fingerprint="+fp.String()) {
 		t.Errorf("the log does not give the certificate's fingerprint %v:\n%s", fp, log)
 	}
+}
+
+// With -https the page is served over HTTPS with the certificate whose
+// fingerprint the viewer logs, and the URL it logs says https.
+func TestHTTPS(t *testing.T) {
+	runUntil(t, []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-https"}, "open the page", func(log string) {
+		m := regexp.MustCompile(`msg="open the page" url=(https://127\.0\.0\.1:\d+/) certificate=(sha256:[0-9a-f]{64})`).FindStringSubmatch(log)
+		if m == nil {
+			t.Errorf("no https URL and certificate fingerprint in the log:\n%s", log)
+			return
+		}
+		fp, err := certs.ParseFingerprint(m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf, err := certs.ClientTLS(fp, nil, "", "http/1.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: conf}, Timeout: 15 * time.Second}
+		resp, err := client.Get(m[1])
+		if err != nil {
+			t.Errorf("GET %s with the logged fingerprint pinned: %v", m[1], err)
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", m[1], resp.Status)
+		}
+	})
 }
 
 // Lost frames, undecodable ones and frames the native player displayed
