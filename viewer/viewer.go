@@ -153,7 +153,11 @@ type Config struct {
 	// (default 16). A new sender evicts the stream that disconnected
 	// longest ago; when all are connected it is refused.
 	MaxStreams int
-	// MaxClients caps the connected pages (default 32).
+	// MaxClients caps the connected pages (default 32). Every page
+	// receives every stream, so it also caps the pages of each stream
+	// (native players have their own caps, MaxWHEP and
+	// MaxWHEPPerStream). A page beyond it is refused with a WebSocket
+	// close (1013, try again later) whose reason the page shows.
 	MaxClients int
 	// ClientQueue is the depth, in frames, of each (page, stream) queue
 	// (default 4).

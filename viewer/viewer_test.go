@@ -292,11 +292,22 @@ func TestStreamCap(t *testing.T) {
 
 func TestClientCap(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.MaxClients = 1 })
-	mustDialPage(t, ts).hello(t)
-	_, resp, err := dialPage(t, ts, nil, nil)
-	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("second page: err %v, response %v; want 503", err, resp)
+	first := mustDialPage(t, ts)
+	first.hello(t)
+	p := mustDialPage(t, ts)
+	p.conn.SetReadDeadline(time.Now().Add(waitLimit))
+	_, _, err := p.conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater || !strings.Contains(ce.Text, "too many pages open (1)") {
+		t.Fatalf("second page: %v; want a close 1013 saying too many pages are open", err)
 	}
+	first.conn.Close()
+	eventually(t, "a page admitted once the first left", func() bool {
+		p := mustDialPage(t, ts)
+		p.conn.SetReadDeadline(time.Now().Add(waitLimit))
+		_, _, err := p.conn.ReadMessage()
+		return err == nil
+	})
 }
 
 func TestFramesToPage(t *testing.T) {
