@@ -107,12 +107,13 @@ func TestHTTPS(t *testing.T) {
 		t.Errorf("/api/stats?token=: %s, want 200 (scripts are not redirected)", resp.Status)
 	}
 
-	// Plain HTTP to the HTTPS port gets no page.
-	if resp, err := http.Get("http://" + ts.http + "/?token=" + token); err == nil {
-		body, _ := io.ReadAll(resp.Body)
+	// Plain HTTP to the HTTPS port gets 400 and no page.
+	if resp, err := http.Get("http://" + ts.http + "/?token=" + token); err != nil {
+		t.Errorf("plain HTTP: %v, want a 400", err)
+	} else {
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			t.Fatalf("plain HTTP served the page: %.80q", body)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("plain HTTP: %s, want 400", resp.Status)
 		}
 	}
 

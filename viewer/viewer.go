@@ -22,6 +22,13 @@
 // (page, stream) pair has a small bounded queue; when it overflows the
 // viewer drops it, skips delta frames until the next keyframe and asks the
 // sender for one (RTCP PLI on the sender's connection, rate-limited).
+//
+// With a token, senders prove it before any stream is accepted, and every
+// HTTP request carries it (Config.Token). The page and the API are served
+// over HTTPS with the QUIC certificate off loopback (Config.HTTPTLS).
+// Connections, streams, pages and sessions are capped, in total and per
+// address where a peer could open many, and every connection has
+// deadlines (see the Max* and *Timeout fields of Config).
 package viewer
 
 import (
