@@ -40,7 +40,7 @@ flags:
 	}
 	o.Spec.Register(fs)
 	fs.StringVar(&o.Out, "out", "", "results `directory` (default results/run-YYYYMMDD-HHMMSS)")
-	fs.StringVar(&o.Matrix, "matrix", "", "scenario `file` or directory of *.txt files: one line of run flags per set of runs")
+	fs.StringVar(&o.Matrix, "matrix", "", "scenario `file` or directory of *.txt files (or a comma-separated list of them): one line of run flags per set of runs")
 	fs.BoolVar(&o.Quick, "quick", false, "shorten every run to a 2 s warm-up and an 8 s window (a smoke test)")
 	fs.IntVar(&o.Parallel, "parallel", o.Parallel, "`runs` at a time, each on its own path (more than 1 only on an idle machine with cores to spare)")
 	fs.StringVar(&o.BinDir, "bindir", "", "`directory` with prebuilt sender and viewer binaries (default: go build them)")
@@ -59,19 +59,19 @@ flags:
 
 // runs returns the runs the options describe: those of the matrix when
 // one is given, otherwise those of the flags; --quick shortens them all.
-func (o runOptions) runs() ([]scenario.Run, error) {
-	var runs []scenario.Run
-	var err error
+// It also returns a note for each combination of transport and mode that
+// was asked for and does not exist.
+func (o runOptions) runs() (runs []scenario.Run, skipped []string, err error) {
 	if o.Matrix != "" {
-		runs, err = scenario.ReadMatrix(o.Matrix, o.Spec)
+		runs, skipped, err = scenario.ReadMatrix(o.Matrix, o.Spec)
 	} else {
-		runs, err = o.Spec.Runs()
+		runs, skipped, err = o.Spec.Runs()
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.Quick {
 		scenario.Quick(runs)
 	}
-	return runs, nil
+	return runs, skipped, nil
 }

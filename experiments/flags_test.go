@@ -14,7 +14,7 @@ func TestRunFlagsQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := o.runs()
+	specs, _, err := o.runs()
 	if err != nil {
 		t.Fatal(err)
 	}

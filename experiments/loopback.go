@@ -34,7 +34,8 @@ flags:
 	fs.DurationVar(&cfg.Warmup, "warmup", 5e9, "time before the window starts")
 	maxRes := fs.String("max-res", "640x360", "largest resolution, `WxH`")
 	fs.IntVar(&cfg.FPS, "fps", 30, "source frame rate")
-	fs.TextVar(&cfg.Mode, "mode", transport.DefaultMode, "send buffer `mode`")
+	fs.TextVar(&cfg.Mode, "mode", transport.DefaultMode, "send buffer `mode` (tcp and quic)")
+	fs.StringVar(&cfg.Transport, "transport", "tcp", "`transport`: tcp, quic or webrtc (WHIP to the viewer)")
 	out := fs.String("out", "", "also write the result as JSON to this `file`")
 	verbose := fs.Bool("v", false, "log the viewer's and sender's messages")
 	if err := fs.Parse(args); err != nil {

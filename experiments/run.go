@@ -30,10 +30,13 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return 2
 	}
-	specs, err := o.runs()
+	specs, skipped, err := o.runs()
 	if err != nil {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return 2
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "run: %s\n", s)
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join("results", "run-"+time.Now().Format("20060102-150405"))

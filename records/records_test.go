@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"replenish/rate"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // TestFormatsKeepTheirNames reads lines as the programs wrote them before
@@ -24,6 +26,8 @@ func TestFormatsKeepTheirNames(t *testing.T) {
 	}{
 		{"sender frame", &Frame{}, `{"kind":"frame","id":0,"rtp_ts":3370439279,"capture_us":1796092342356922,"encode_start_us":1796092342375650,"encode_end_us":1796092342379208,"write_start_us":1796092342379834,"write_end_us":1796092342379975,"left_host_us":1796092342379950,"bytes":7587,"width":320,"height":180,"key":true,"target_bps":800000,"drain_bps":2764018,"app_limited":true,"skipped":2,"retransmits":3}`},
 		{"sender conn", &Conn{}, `{"kind":"conn","end_us":1796092347554723,"retransmits":1,"bytes_retrans":2,"bytes_written":529840,"frames":156,"invited_kernel":4,"invited_timer":5,"invited_immediate":157,"records_unstamped":6}`},
+		{"sender frame with drain", &Frame{}, `{"kind":"frame","id":1,"rtp_ts":1,"capture_us":1,"encode_start_us":2,"encode_end_us":3,"write_start_us":4,"write_end_us":5,"bytes":7,"width":320,"height":180,"target_bps":800000,"drain_bps":2000000,"retransmits":0,"lead_us":4000,"drain":{"rate_bps":2000000,"source":"measured","measured_bps":2000000,"bound_bps":3000000,"window_bps":1900000,"window_path_limited":true,"at_us":4,"delivered":123456,"acks":99,"in_flight":3000,"backlogged":true,"srtt_us":41000,"min_rtt_us":40000,"cwnd":14480,"peer_window":-1,"stack_bps":2500000}}`},
+		{"quic expire conn", &Conn{}, `{"kind":"conn","transport":"quic","end_us":1,"retransmits":1,"bytes_retrans":2,"bytes_written":3,"frames":4,"invited_kernel":4,"invited_timer":5,"invited_immediate":7,"records_unstamped":6,"expired_dropped":3,"expired_reset":2,"bytes_reset":9000}`},
 		{"conn with transport", &Conn{}, `{"kind":"conn","transport":"tcp","end_us":1,"retransmits":1,"bytes_retrans":2,"bytes_written":3,"frames":4,"invited_kernel":4,"invited_timer":5,"invited_immediate":7,"records_unstamped":6}`},
 		{"viewer received", &ViewerFrame{}, `{"kind":"received","stream":1,"frame":7,"name":"replenish=15ms","rtp_ts":3370439279,"capture_us":1796092342356922,"received_us":1796092342465851,"bytes":7587,"key":true,"width":320,"height":180,"clock_offset_us":-12}`},
 		{"viewer displayed", &ViewerFrame{}, `{"kind":"displayed","stream":1,"frame":7,"capture_us":1796092342356922,"client":2,"displayed_us":1796092342500000,"g2g_ms":143.078,"decode_ms":1.5,"draw_ms":0.5}`},
@@ -61,6 +65,28 @@ func TestConnOf(t *testing.T) {
 	}
 	if Micros(time.Time{}) != 0 {
 		t.Fatal("the zero time is not 0 µs")
+	}
+}
+
+func TestDrainOf(t *testing.T) {
+	if DrainOf(transport.DrainRecord{}) != nil || (*Drain)(nil).Known() {
+		t.Error("an empty record is not nil, or nil is known")
+	}
+	at := time.UnixMicro(5_000_000)
+	d := DrainOf(transport.DrainRecord{
+		Input: drain.Sample{At: at, Delivered: 10, Acks: 2, InFlight: 3, Backlogged: true, SRTT: 40 * time.Millisecond,
+			MinRTT: 39 * time.Millisecond, Cwnd: 14480, PeerWindow: -1, PacingRate: 4 * rate.Mbps},
+		Estimate:  drain.Estimate{Rate: 2 * rate.Mbps, Source: drain.SourceMeasured, AppLimited: true, Window: rate.Mbps, WindowPathLimited: true},
+		StackRate: 3 * rate.Mbps,
+	})
+	want := Drain{RateBps: 2e6, Source: "measured", AppLimited: true, WindowBps: 1e6, WindowPathLimited: true, AtUs: 5_000_000,
+		Delivered: 10, Acks: 2, InFlight: 3, Backlogged: true, SRTTUs: 40000, MinRTTUs: 39000, Cwnd: 14480, PeerWindow: -1,
+		PacingBps: 4e6, StackBps: 3e6}
+	if d == nil || *d != want || !d.Known() {
+		t.Errorf("DrainOf = %+v, want %+v", d, want)
+	}
+	if (&Drain{Source: "none"}).Known() {
+		t.Error("an estimate from source none is known")
 	}
 }
 

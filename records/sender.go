@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // Frame is a "frame" line of cmd/sender's records: one frame written, with
@@ -28,6 +29,72 @@ type Frame struct {
 	AppLimited    bool   `json:"app_limited,omitempty"`
 	Skipped       int    `json:"skipped,omitempty"` // raw frames discarded before this one
 	Retransmits   int    `json:"retransmits"`       // the connection's, before the write
+	// LeadUs is the production time the invitation allowed for, in µs.
+	LeadUs int64 `json:"lead_us,omitempty"`
+	// Drain is what the invitation's drain rate rests on: the drain-rate
+	// estimator's latest input and output. Absent in files written before
+	// it was added, and where the transport keeps no estimator (WebRTC,
+	// whose drain_bps is its congestion controller's target).
+	Drain *Drain `json:"drain,omitempty"`
+}
+
+// Drain is a frame's transport.DrainRecord: the estimator's latest sample
+// (drain.Sample) and its estimate after it (drain.Estimate), with the
+// stack's own delivery-rate sample. Rates are in bits per second, times in
+// µs.
+type Drain struct {
+	// The estimate.
+	RateBps    int64  `json:"rate_bps"`
+	Source     string `json:"source"` // drain.Source: none, window, measured, window-capped, pacing-capped, stack
+	AppLimited bool   `json:"app_limited,omitempty"`
+	// MeasuredBps is the highest window in the estimator's maximum, before
+	// the bounds; BoundBps the tighter of the bounds.
+	MeasuredBps int64 `json:"measured_bps,omitempty"`
+	BoundBps    int64 `json:"bound_bps,omitempty"`
+	// WindowBps is the window the sample closed, if any, and
+	// WindowPathLimited whether the path set its pace.
+	WindowBps         int64 `json:"window_bps,omitempty"`
+	WindowPathLimited bool  `json:"window_path_limited,omitempty"`
+
+	// The sample.
+	AtUs       int64  `json:"at_us,omitempty"`
+	Delivered  uint64 `json:"delivered"` // bytes acknowledged so far
+	Acks       uint64 `json:"acks"`
+	InFlight   int    `json:"in_flight"`            // bytes; -1: unknown
+	Backlogged bool   `json:"backlogged,omitempty"` // held unsent data since the previous sample
+	Recovering bool   `json:"recovering,omitempty"` // repairing a loss
+	SRTTUs     int64  `json:"srtt_us,omitempty"`
+	MinRTTUs   int64  `json:"min_rtt_us,omitempty"`
+	Cwnd       int    `json:"cwnd,omitempty"` // bytes
+	PeerWindow int    `json:"peer_window"`    // bytes; -1: unknown
+	PacingBps  int64  `json:"pacing_bps,omitempty"`
+
+	// The stack's own delivery-rate sample (TCP: tcpi_delivery_rate).
+	StackBps        int64 `json:"stack_bps,omitempty"`
+	StackAppLimited bool  `json:"stack_app_limited,omitempty"`
+}
+
+// DrainOf returns the records form of d, or nil when d is empty (the
+// transport keeps no estimator).
+func DrainOf(d transport.DrainRecord) *Drain {
+	if d == (transport.DrainRecord{}) {
+		return nil
+	}
+	in, e := d.Input, d.Estimate
+	return &Drain{
+		RateBps: int64(e.Rate), Source: e.Source.String(), AppLimited: e.AppLimited,
+		MeasuredBps: int64(e.Measured), BoundBps: int64(e.Bound), WindowBps: int64(e.Window), WindowPathLimited: e.WindowPathLimited,
+		AtUs: Micros(in.At), Delivered: in.Delivered, Acks: in.Acks, InFlight: in.InFlight,
+		Backlogged: in.Backlogged, Recovering: in.Recovering, SRTTUs: in.SRTT.Microseconds(), MinRTTUs: in.MinRTT.Microseconds(),
+		Cwnd: in.Cwnd, PeerWindow: in.PeerWindow, PacingBps: int64(in.PacingRate),
+		StackBps: int64(d.StackRate), StackAppLimited: d.StackAppLimited,
+	}
+}
+
+// Known reports whether the estimate carries a rate (its source is not
+// "none").
+func (d *Drain) Known() bool {
+	return d != nil && d.Source != "" && d.Source != drain.SourceNone.String()
 }
 
 // Conn is the "conn" line a sending program writes when a connection ends
@@ -45,6 +112,12 @@ type Conn struct {
 	InvitedTimer     uint64 `json:"invited_timer"`
 	InvitedAtOnce    uint64 `json:"invited_immediate"`
 	RecordsUnstamped uint64 `json:"records_unstamped"` // writes without a departure time
+	// QUIC's expire mode (transport/quic Conn.Expired): frames dropped
+	// before any byte was sent, frames whose stream was reset part way,
+	// and the bytes sent for those. Absent for other modes.
+	ExpiredDropped uint64 `json:"expired_dropped,omitempty"`
+	ExpiredReset   uint64 `json:"expired_reset,omitempty"`
+	BytesReset     uint64 `json:"bytes_reset,omitempty"`
 }
 
 // ConnOf returns the Conn line of a connection over the named transport

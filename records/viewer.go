@@ -26,4 +26,7 @@ type ViewerFrame struct {
 	Misread       bool     `json:"misread,omitempty"`
 	DecodeMs      *float64 `json:"decode_ms,omitempty"`
 	DrawMs        *float64 `json:"draw_ms,omitempty"`
+	// TID is the frame's temporal layer (KindReceived), or as the page
+	// reported it (KindDisplayed); absent for a stream without layers.
+	TID *uint8 `json:"tid,omitempty"`
 }

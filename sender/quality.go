@@ -138,8 +138,9 @@ const (
 // standing excess that shiftCuts cuts over shiftTime and shiftFb feedback
 // delays did not halve is not the stream's own (a longer route, another
 // flow's queue): the base moves up to it rather than starve the stream.
-// Frames skipped at more than skipHigh of the frames without a queue mean
-// the transport is the limit (BBR paces at its own estimate of an
+// Frames skipped while waiting for invitations (Observation.Late; not
+// those a slow encode skipped) at more than skipHigh of the frames without
+// a queue mean the transport is the limit (BBR paces at its own estimate of an
 // application-limited flow): the rate falls by skipStep, below the drain
 // rate.
 //
@@ -230,9 +231,13 @@ type Observation struct {
 	// controller's congestion signal.
 	RTT, MinRTT time.Duration
 	// Skipped counts the frames the rung's frame rate would have taken
-	// that were discarded while the sender waited for an invitation: the
-	// transport drained slower than the encoder filled it.
-	Skipped int
+	// between the previous frame and this one; the encoder spends the
+	// gap's bits on this frame. Late counts those of them that fell while
+	// the sender waited for the invitation: the transport drained slower
+	// than the encoder filled it. The others fell while the previous frame
+	// was encoded or written (a slow encode, a stalled CPU), which says
+	// nothing of the path.
+	Skipped, Late int
 	// Keyframe says the previous frame was a keyframe: its queue is paid
 	// back, not taken for congestion.
 	Keyframe bool
@@ -316,7 +321,7 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 	// debt/keyPayback.
 	c.debt -= c.debt * min(dt.Seconds()/keyPayback.Seconds(), 1)
 	if !o.Now.Before(c.keyUntil) {
-		miss := float64(o.Skipped) / float64(o.Skipped+1)
+		miss := float64(o.Late) / float64(o.Late+1)
 		c.skips += (miss - c.skips) * min(dt.Seconds(), 1)
 	}
 	if o.EncodeTime > 0 {

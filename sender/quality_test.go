@@ -183,11 +183,29 @@ func TestControllerTransportLimited(t *testing.T) {
 	f.run(5*time.Second, clean(2*rate.Mbps))
 	f.run(2*time.Second, func() Observation {
 		o := clean(1 * rate.Mbps)()
-		o.Skipped = 1
+		o.Skipped, o.Late = 1, 1
 		return o
 	})
 	if got := c.rate; got > (1 * rate.Mbps).Scale(cruiseGain) {
 		t.Fatalf("skipping half the frames at a drain rate of 1 Mb/s: rate %v, want below %v of it", got, cruiseGain)
+	}
+}
+
+// TestControllerSlowEncodeNotTransport skips frames while encoding (a
+// stalled CPU), not while waiting for invitations: the path said nothing,
+// so the rate holds.
+func TestControllerSlowEncodeNotTransport(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	f := newFeed(c)
+	f.run(5*time.Second, clean(2*rate.Mbps))
+	before := c.rate
+	f.run(2*time.Second, func() Observation {
+		o := clean(1 * rate.Mbps)()
+		o.Skipped = 3
+		return o
+	})
+	if c.rate < before.Scale(0.95) {
+		t.Fatalf("frames skipped while encoding cut the rate %v -> %v", before, c.rate)
 	}
 }
 
@@ -390,6 +408,23 @@ func TestSkippedFrames(t *testing.T) {
 	} {
 		if got := SkippedFrames(tc.gap, tc.interval); got != tc.want {
 			t.Errorf("SkippedFrames(%v, %v) = %d, want %d", tc.gap, tc.interval, got, tc.want)
+		}
+	}
+}
+
+func TestSkipsOf(t *testing.T) {
+	for _, tc := range []struct {
+		gap, waited time.Duration
+		want        skips
+	}{
+		{frame, frame / 2, skips{}},
+		{3 * frame, 2 * frame, skips{all: 2, late: 2}},     // the wait took them
+		{4 * frame, frame / 3, skips{all: 3, late: 0}},     // a slow encode took them
+		{4 * frame, frame * 3 / 2, skips{all: 3, late: 1}}, // both
+		{2 * frame, 5 * frame, skips{all: 1, late: 1}},     // never more than the gap's
+	} {
+		if got := skipsOf(tc.gap, tc.waited, frame); got != tc.want {
+			t.Errorf("skipsOf(%v, %v) = %+v, want %+v", tc.gap, tc.waited, got, tc.want)
 		}
 	}
 }

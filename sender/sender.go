@@ -87,6 +87,10 @@ type FrameRecord struct {
 	AppLimited   bool
 	Skipped      int // raw frames discarded unseen before this one
 	Retransmits  int // the connection's retransmitted segments before the write
+	// Drain and Lead are the invitation's: what its drain rate rests on,
+	// and the production time it allowed for.
+	Drain transport.DrainRecord
+	Lead  time.Duration
 }
 
 // Limits on what the sender keeps.
@@ -153,6 +157,8 @@ type frameTiming struct {
 	target, drain    rate.Bitrate
 	appLimited       bool
 	skipped          int
+	drainRec         transport.DrainRecord
+	lead             time.Duration
 }
 
 // Status is a snapshot for a status line.
@@ -269,10 +275,12 @@ func (s *Sender) Run(ctx context.Context, t Transport) error {
 	first := true
 	var last time.Time // capture time of the previous frame taken
 	for {
+		waitFrom := time.Now()
 		inv, err := t.Wait(ctx)
 		if err != nil {
 			return err
 		}
+		waited := time.Since(waitFrom)
 		interval := s.ctrl.Rung().Interval(s.cfg.FPS)
 		var notBefore time.Time
 		if !first {
@@ -284,12 +292,12 @@ func (s *Sender) Run(ctx context.Context, t Transport) error {
 		if err != nil {
 			return err
 		}
-		skipped := 0 // frames lost while disconnected are not a rate signal
+		var sk skips // frames lost while disconnected are not a rate signal
 		if !first {
-			skipped = SkippedFrames(f.Capture.Sub(last), interval)
+			sk = skipsOf(f.Capture.Sub(last), waited, interval)
 		}
 		first, last = false, f.Capture
-		if err := s.sendFrame(t, inv, f, skipped, discarded); err != nil {
+		if err := s.sendFrame(t, inv, f, sk, discarded); err != nil {
 			return err
 		}
 	}
@@ -303,6 +311,22 @@ func SkippedFrames(gap, interval time.Duration) int {
 		return 0
 	}
 	return max(0, int(math.Round(float64(gap)/float64(interval)))-1)
+}
+
+// skips are the frames a gap between two captures left out, and how many
+// of them fell while the sender waited for the invitation (see
+// Observation).
+type skips struct{ all, late int }
+
+// skipsOf returns the skips of a gap between captures of which the sender
+// spent waited waiting for the invitation: whole intervals of the wait,
+// at most the gap's skipped frames.
+func skipsOf(gap, waited, interval time.Duration) skips {
+	all := SkippedFrames(gap, interval)
+	if interval <= 0 {
+		return skips{all: all}
+	}
+	return skips{all: all, late: min(all, int(waited/interval))}
 }
 
 // nextFrame returns the freshest frame the source has, if it was captured
@@ -330,11 +354,11 @@ func (s *Sender) nextFrame(ctx context.Context, notBefore time.Time) (*media.Fra
 	}
 }
 
-func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, skipped, discarded int) error {
+func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, sk skips, discarded int) error {
 	now := time.Now()
 	d := s.ctrl.Update(Observation{
 		Now: now, DrainRate: inv.DrainRate, AppLimited: inv.AppLimited, Unsent: inv.Unsent,
-		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: skipped, Keyframe: s.prev.key,
+		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
 	})
 	if d.RungChanged {
@@ -368,7 +392,8 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	s.prev = prevFrame{key: ef.Key, encoded: len(ef.Data), written: size(pkts) + size(mpkts), encode: ef.End.Sub(ef.Start)}
 	s.trackLocked(id, frameTiming{
 		rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data),
-		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: skipped,
+		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: sk.all,
+		drainRec: inv.Drain, lead: inv.Lead,
 	})
 	s.status.Frames++
 	s.status.Discarded += uint64(discarded)
@@ -487,7 +512,7 @@ func (s *Sender) reportLocked(id uint64, ft frameTiming, rec transport.SendRecor
 			Capture: ft.capture, EncodeStart: ft.encStart, EncodeEnd: ft.encEnd,
 			WriteStart: rec.WriteStart, WriteEnd: rec.WriteEnd, LeftHost: rec.LeftHost,
 			Target: ft.target, DrainRate: ft.drain, AppLimited: ft.appLimited, Skipped: ft.skipped,
-			Retransmits: rec.Retransmits,
+			Retransmits: rec.Retransmits, Drain: ft.drainRec, Lead: ft.lead,
 		})
 	}
 	since := func(t time.Time) time.Duration {

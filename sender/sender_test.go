@@ -193,7 +193,8 @@ func TestFreshestFrameAndKeyframes(t *testing.T) {
 func TestReportsNameAndTimings(t *testing.T) {
 	var got []FrameRecord
 	bubble(t, Config{Name: "cam-1", Mode: "replenish=15ms", OnFrame: func(r FrameRecord) { got = append(got, r) }}, func(s *Sender, src *media.Source, f *fakeTransport) {
-		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
+		drain := transport.DrainRecord{StackRate: 3 * rate.Mbps}
+		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps, Drain: drain, Lead: 7 * time.Millisecond}
 		synctest.Wait()
 		w := f.writes[0]
 		start := time.Now()
@@ -228,8 +229,9 @@ func TestReportsNameAndTimings(t *testing.T) {
 		if d := ft.LeftHost - ft.WriteStart; d != 3*time.Millisecond {
 			t.Errorf("reported source delay %v, want 3ms", d)
 		}
-		if len(got) != 1 || got[0].LeftHost.Sub(got[0].WriteStart) != 3*time.Millisecond || got[0].Size.W == 0 || got[0].Retransmits != 4 {
-			t.Errorf("OnFrame records %+v, want frame 0 with its 3 ms source delay and 4 retransmits", got)
+		if len(got) != 1 || got[0].LeftHost.Sub(got[0].WriteStart) != 3*time.Millisecond || got[0].Size.W == 0 || got[0].Retransmits != 4 ||
+			got[0].Drain != drain || got[0].Lead != 7*time.Millisecond {
+			t.Errorf("OnFrame records %+v, want frame 0 with its 3 ms source delay, 4 retransmits and its invitation's drain record and lead", got)
 		}
 		if st := s.Status(); st.SourceDelayN != 1 || st.SourceDelayP50 != 3*time.Millisecond {
 			t.Errorf("status source delay %v over %d frames, want 3ms over 1", st.SourceDelayP50, st.SourceDelayN)

@@ -36,7 +36,7 @@ func BenchmarkOnFrame(b *testing.B) {
 				s.onFrame(st, f, false, now.Add(time.Duration(i)*33*time.Millisecond))
 				for _, c := range clients {
 					c.mu.Lock()
-					c.nextFrameLocked()
+					c.nextFrameLocked(true)
 					c.mu.Unlock()
 				}
 			}

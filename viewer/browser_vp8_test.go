@@ -97,6 +97,8 @@ type pageCounters struct {
 	LastG2G         *float64 `json:"lastG2G"`
 	Width           int      `json:"width"`
 	Height          int      `json:"height"`
+	// DisplayedByLayer counts frames displayed by temporal layer.
+	DisplayedByLayer []int `json:"displayedByLayer"`
 }
 
 type pageState struct {
@@ -177,6 +179,11 @@ func TestBrowserPage(t *testing.T) {
 		if c.Width != size.W || c.Height != size.H {
 			t.Errorf("%s: drawn at %dx%d, want %v", c.Name, c.Width, c.Height, size)
 		}
+		// On loopback the page keeps up: it shows every layer.
+		if len(c.DisplayedByLayer) != 4 || c.DisplayedByLayer[0]+c.DisplayedByLayer[1]+c.DisplayedByLayer[2] != c.FramesDisplayed ||
+			c.DisplayedByLayer[1] == 0 || c.DisplayedByLayer[2] == 0 {
+			t.Errorf("%s: displayed by layer %v of %d frames, want all three layers", c.Name, c.DisplayedByLayer, c.FramesDisplayed)
+		}
 		if c.Transport != transports[c.Name] || c.Mode != "replenish=15ms" {
 			t.Errorf("%s: shown as %q, %q; want %q, replenish=15ms", c.Name, c.Transport, c.Mode, transports[c.Name])
 		}
@@ -208,6 +215,13 @@ func TestBrowserPage(t *testing.T) {
 		if cs.FramesDisplayed == 0 || !known(cs.G2G.P50) || !known(cs.Delivery.P50) {
 			t.Errorf("stream %d as the page saw it: %+v", cs.Stream, cs)
 		}
+		// The page reports each frame's layer: the viewer counts them.
+		if l := cs.FramesDisplayedByLayer; l[0]+l[1]+l[2] != cs.FramesDisplayed || l[1] == 0 || l[2] == 0 || l[3] != 0 {
+			t.Errorf("stream %d: displayed by layer %v of %d frames", cs.Stream, l, cs.FramesDisplayed)
+		}
+	}
+	if client.Mode != "replenish=15ms" {
+		t.Errorf("the page's connection mode %q, want replenish=15ms", client.Mode)
 	}
 	for _, name := range names {
 		s, _ := ts.stats(t).stream(name)

@@ -1,10 +1,13 @@
 package viewer
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -12,7 +15,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"replenish/framer"
 	"replenish/metrics"
+	"replenish/transport"
+	"replenish/transport/tcp"
 )
 
 // Page connection limits.
@@ -38,6 +44,7 @@ type outFrame struct {
 	data   []byte // the VP8 frame, within msg
 	ssrc   uint32 // the sender's
 	ts     uint32 // the sender's RTP timestamp
+	layer  framer.Layer
 }
 
 // client is one connected page. Its writer goroutine sends everything; the
@@ -46,10 +53,16 @@ type client struct {
 	id     uint32
 	remote string
 	conn   *websocket.Conn
-	wake   chan struct{} // capacity 1: the writer has something to send
-	done   chan struct{} // closed by close
-	once   sync.Once
-	cause  error // why the viewer closed the connection; set in once
+	// waiter invites the writer's frames (Config.PageMode); nil leaves
+	// the connection unmanaged: frames go as fast as it takes them.
+	waiter *tcp.Waiter
+	// delayTarget is the queueing delay on the page's leg above which
+	// upper-layer frames wait (gate.go); Config.PageDelayTarget.
+	delayTarget time.Duration
+	wake        chan struct{} // capacity 1: the writer has something to send
+	done        chan struct{} // closed by close
+	once        sync.Once
+	cause       error // why the viewer closed the connection; set in once
 
 	mu        sync.Mutex // guards following fields
 	hello     bool       // the hello message is still to be sent
@@ -57,20 +70,23 @@ type client struct {
 	streams   map[uint32]*clientStream
 }
 
-// clientStream is one page's view of one stream: its frame queue and the
-// results the page reported, from its WebCodecs view and from its native
-// player (WHEP).
+// clientStream is one page's view of one stream: its relay queue (see
+// relay.go) and the results the page reported, from its WebCodecs view and
+// from its native player (WHEP).
 type clientStream struct {
-	frameQueue
+	relay
+	joined      bool   // the relay started from the stream's keyCache
+	keyRequests uint64 // keyframe requests that went to the sender for this page
 
 	displayed, misreads         uint64
+	displayedByLayer            [maxTID + 1]uint64
 	g2g, decode, draw, delivery *metrics.Window // ms
 
 	nativeDisplayed, nativeMisreads uint64
 	nativeG2G                       *metrics.Window // ms
 }
 
-// frameQueue is one consumer's bounded queue of one stream's frames. A
+// frameQueue is a native player's bounded queue of one stream's frames. A
 // consumer that has just joined gets frames from the next keyframe on. A
 // keyframe replaces whatever is still queued (it does not depend on it).
 // A delta frame that finds the queue full drops the queue and itself, and
@@ -169,31 +185,82 @@ func (c *client) streamLocked(id uint32, cfg *Config) *clientStream {
 	return cs
 }
 
-// offer queues f for the page (see frameQueue) and reports whether the
-// stream's sender should be asked for a keyframe.
-func (c *client) offer(f *outFrame, cfg *Config) (wantKey bool) {
+// offer queues f of stream st for the page (see relay.go) and reports
+// whether st's sender should be asked for a keyframe. The first frame of a
+// stream the page gets starts it from the stream's keyCache, which holds
+// f already unless f did not decode there either. When the way from the
+// cached keyframe to f holds more base-layer frames than ClientQueue, the
+// page shows the keyframe at once and catches up, but a new keyframe,
+// asked for now, may well come sooner over a slow link to the page (it
+// replaces what is left of the catch-up). It takes c.mu, then st.mu.
+func (c *client) offer(f *outFrame, st *stream, cfg *Config) (wantKey bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	queued, wantKey := c.streamLocked(f.stream, cfg).offer(f, cfg.ClientQueue)
-	if queued {
+	cs := c.streamLocked(f.stream, cfg)
+	if !cs.joined && st != nil {
+		cs.joined = true
+		st.mu.Lock()
+		cs.join(&st.keys, f)
+		cached := st.keys.holds(f)
+		st.mu.Unlock()
+		wantKey = cs.baseQueued()+cs.catchUpBase() > cfg.ClientQueue
+		if cached {
+			c.signal()
+			return wantKey
+		}
+	}
+	wantKey = cs.offer(f, cfg.ClientQueue) || wantKey
+	if cs.queued() > 0 {
 		c.signal()
 	}
 	return wantKey
 }
 
-// nextFrameLocked removes and returns the oldest queued frame of any
-// stream, or nil.
-func (c *client) nextFrameLocked() *outFrame {
-	var best *clientStream
+// keyRequested counts a keyframe request that went to stream id's sender
+// for the page.
+func (c *client) keyRequested(id uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs := c.streams[id]; cs != nil {
+		cs.keyRequests++
+	}
+}
+
+// queuedLocked reports whether any frame waits for the page.
+func (c *client) queuedLocked() bool {
 	for _, cs := range c.streams {
-		if len(cs.queue) > 0 && (best == nil || cs.queue[0].seq < best.queue[0].seq) {
-			best = cs
+		if cs.queued() > 0 {
+			return true
 		}
 	}
-	if best == nil {
-		return nil
+	return false
+}
+
+// nextFrameLocked removes and returns the frame to send now (relay.take,
+// upper layers only if uppers) of the stream whose oldest queued frame is
+// the oldest, and whether it is a catch-up frame; nil when nothing can go.
+func (c *client) nextFrameLocked(uppers bool) (*outFrame, bool) {
+	var held map[*clientStream]bool // streams whose head waits for the gate
+	for {
+		var best *clientStream
+		for _, cs := range c.streams {
+			if h := cs.head(); h != nil && !held[cs] && (best == nil || h.seq < best.head().seq) {
+				best = cs
+			}
+		}
+		if best == nil {
+			return nil, false
+		}
+		if f, catchUp := best.take(uppers); f != nil {
+			return f, catchUp
+		}
+		if best.queued() > 0 {
+			if held == nil {
+				held = make(map[*clientStream]bool)
+			}
+			held[best] = true
+		}
 	}
-	return best.pop()
 }
 
 // clientList returns the connected pages.
@@ -261,7 +328,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	defer s.conns.Done()
 
 	log := s.log.With("page", c.id, "remote", c.remote)
-	log.Info("page connected")
+	c.waiter = s.pageWaiter(conn, log)
+	c.delayTarget = s.cfg.PageDelayTarget
+	log.Info("page connected", "mode", c.mode())
 	var writer sync.WaitGroup
 	writer.Go(func() {
 		if err := s.writePage(c); err != nil {
@@ -300,6 +369,51 @@ func isNormalClose(err error) bool {
 	return false
 }
 
+// pageWaiter returns the Waiter that invites frames on a page's
+// connection under Config.PageMode, or nil for an unmanaged one: in the
+// default mode, and where the connection is not a Linux TCP socket (it
+// logs why).
+func (s *Server) pageWaiter(conn *websocket.Conn, log *slog.Logger) *tcp.Waiter {
+	if s.cfg.PageMode.Policy == transport.Default {
+		return nil
+	}
+	tc := tcpConnOf(conn.NetConn())
+	if tc == nil {
+		log.Info("page connection unmanaged: not a TCP connection")
+		return nil
+	}
+	w, err := tcp.NewWaiter(tc, tcp.WaiterConfig{Mode: s.cfg.PageMode, Logger: log})
+	if err != nil {
+		log.Info("page connection unmanaged", "err", err)
+		return nil
+	}
+	return w
+}
+
+// tcpConnOf returns the TCP connection under c, looking through wrappers
+// that expose theirs (a TLS connection's NetConn), or nil.
+func tcpConnOf(c net.Conn) *net.TCPConn {
+	for range 8 {
+		switch x := c.(type) {
+		case *net.TCPConn:
+			return x
+		case interface{ NetConn() net.Conn }:
+			c = x.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// mode returns the page connection's buffer policy, for the log.
+func (c *client) mode() string {
+	if c.waiter == nil {
+		return "default"
+	}
+	return c.waiter.Mode().String()
+}
+
 // writePage sends the page its messages until the connection ends: the
 // hello, the stream list when it changes, frames, and pings. It returns
 // nil when the connection was closed by closeWith.
@@ -320,18 +434,24 @@ func (s *Server) writePage(c *client) error {
 		case <-c.wake:
 		}
 		for {
-			typ, data, ok := s.nextPageMessage(c)
-			if !ok {
-				break
+			typ, data, ok, err := s.nextPageMessage(c)
+			if err == nil && ok {
+				if c.waiter != nil {
+					c.waiter.BeforeWrite()
+				}
+				c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+				err = c.conn.WriteMessage(typ, data)
 			}
-			c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-			if err := c.conn.WriteMessage(typ, data); err != nil {
+			if err != nil {
 				select {
 				case <-c.done:
 					return nil
 				default:
 					return err
 				}
+			}
+			if !ok {
+				break
 			}
 			select {
 			case <-ping.C: // a busy stream must not starve the pings
@@ -345,30 +465,49 @@ func (s *Server) writePage(c *client) error {
 }
 
 // nextPageMessage returns the next message for the page: the hello, then a
-// stream list if one is due, then the oldest queued frame.
-func (s *Server) nextPageMessage(c *client) (int, []byte, bool) {
+// stream list if one is due (small and rare, these go at once), then,
+// once the page's connection invites a frame, the frame relay.take gives.
+// It returns false when nothing is due, and the wait's error if the
+// connection failed.
+func (s *Server) nextPageMessage(c *client) (int, []byte, bool, error) {
 	c.mu.Lock()
 	hello, list := c.hello, c.listDirty
 	c.hello = false
 	if !hello {
 		c.listDirty = false
 	}
-	var f *outFrame
-	if !hello && !list {
-		f = c.nextFrameLocked()
-	}
+	frames := c.queuedLocked()
 	c.mu.Unlock()
 	switch {
 	case hello:
 		b, _ := json.Marshal(helloMessage{Type: "hello", Client: c.id, NowUS: s.now().UnixMicro()})
-		return websocket.TextMessage, b, true
+		return websocket.TextMessage, b, true, nil
 	case list:
 		b, _ := json.Marshal(streamsMessage{Type: "streams", Streams: s.streamList()})
-		return websocket.TextMessage, b, true
-	case f != nil:
-		return websocket.BinaryMessage, f.msg, true
+		return websocket.TextMessage, b, true, nil
+	case !frames:
+		return 0, nil, false, nil
 	}
-	return 0, nil, false
+	uppers := true
+	if c.waiter != nil {
+		inv, err := c.waiter.Wait(context.Background())
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if info, err := c.waiter.Info(); err == nil {
+			uppers = uppersAllowed(c.delayTarget, info, inv.DrainRate)
+		}
+	}
+	c.mu.Lock()
+	f, catchUp := c.nextFrameLocked(uppers)
+	c.mu.Unlock()
+	switch {
+	case f == nil:
+		return 0, nil, false, nil
+	case catchUp:
+		return websocket.BinaryMessage, withCatchUp(f.msg), true, nil
+	}
+	return websocket.BinaryMessage, f.msg, true, nil
 }
 
 // Text messages to the page.
@@ -413,7 +552,8 @@ func (s *Server) streamList() []streamInfo {
 //
 //	{"type":"keyframe","stream":ID}
 //	{"type":"report","frames":[{"stream":ID,"frame":N,"ok":true,
-//	  "capture_ms":T,"arrived_ms":T,"display_ms":T,"decode_ms":D,"draw_ms":D}, ...]}
+//	  "capture_ms":T,"arrived_ms":T,"display_ms":T,"decode_ms":D,"draw_ms":D,
+//	  "tid":L}, ...]}
 //	{"type":"native","frames":[{"stream":ID,"ok":true,"capture_ms":T,"display_ms":T}, ...]}
 //
 // Times T are ms since the Unix epoch: capture_ms in the sender's clock as
@@ -421,7 +561,8 @@ func (s *Server) streamList() []streamInfo {
 // arrived) and display_ms (when the frame was drawn) in the viewer's clock
 // as the page estimates it. D are durations in ms: decode from submission
 // to the decoder's output, draw from that output to the pixels being read
-// back. A "native" report is of frames the page's native player (WHEP,
+// back. L is the frame's temporal layer (0 to 3) from its header, for a
+// stream with temporal layers only. A "native" report is of frames the page's native player (WHEP,
 // a video element) presented, display_ms being when the browser handed
 // the frame to its compositor; the page cannot tell which frames they
 // were, so they carry no frame number.
@@ -440,6 +581,7 @@ type frameReport struct {
 	Display *float64 `json:"display_ms"`
 	Decode  *float64 `json:"decode_ms"`
 	Draw    *float64 `json:"draw_ms"`
+	TID     *uint8   `json:"tid"` // the frame's temporal layer, for a stream with layers
 }
 
 // readPage reads the page's messages until the connection ends or the page
@@ -478,8 +620,8 @@ func (s *Server) onPageMessage(c *client, data []byte, now time.Time) error {
 		if m.Stream == 0 {
 			return fmt.Errorf("%w: keyframe request without a stream", ErrBadPageMessage)
 		}
-		if st := s.streamByID(m.Stream); st != nil {
-			s.requestKeyframe(st, now, "page")
+		if st := s.streamByID(m.Stream); st != nil && s.requestKeyframe(st, now, "page") {
+			c.keyRequested(st.id)
 		}
 		return nil
 	case "report":
@@ -547,28 +689,41 @@ func (s *Server) onReport(c *client, frames []frameReport, now time.Time) error 
 			continue // a stream that is gone
 		}
 		cs := c.streamLocked(f.Stream, &s.cfg)
-		cs.displayed++
-		g2g := math.NaN()
-		if f.OK {
-			g2g = *f.Display - (*f.Capture + k.offset)
-			cs.g2g.Add(now, g2g)
-		} else {
-			cs.misreads++
-		}
+		g2g := cs.displayedFrame(f, k.offset, now)
 		if recs != nil {
 			recs = append(recs, displayedRecord(c.id, f, g2g))
-		}
-		if f.Decode != nil {
-			cs.decode.Add(now, *f.Decode)
-		}
-		if f.Draw != nil {
-			cs.draw.Add(now, *f.Draw)
 		}
 		if at, ok := k.received[f.Frame]; ok && f.Arrived != nil {
 			cs.delivery.Add(now, *f.Arrived-float64(at.UnixMicro())/1000)
 		}
 	}
 	return nil
+}
+
+// displayedFrame adds a checked report of a frame the page displayed, of
+// a stream whose clock offset is offset ms, to the counters and windows,
+// and returns its glass-to-glass time in ms (NaN on a misread).
+func (cs *clientStream) displayedFrame(f frameReport, offset float64, now time.Time) float64 {
+	cs.displayed++
+	if f.TID != nil {
+		cs.displayedByLayer[*f.TID]++
+	} else {
+		cs.displayedByLayer[0]++
+	}
+	g2g := math.NaN()
+	if f.OK {
+		g2g = *f.Display - (*f.Capture + offset)
+		cs.g2g.Add(now, g2g)
+	} else {
+		cs.misreads++
+	}
+	if f.Decode != nil {
+		cs.decode.Add(now, *f.Decode)
+	}
+	if f.Draw != nil {
+		cs.draw.Add(now, *f.Draw)
+	}
+	return g2g
 }
 
 // onNativeReport checks a page's reports of frames its native players
@@ -632,6 +787,9 @@ func displayedRecord(client uint32, f frameReport, g2g float64) Record {
 		Kind: RecordDisplayed, Stream: f.Stream, Frame: f.Frame, Client: client,
 		G2G: -1, Misread: !f.OK, Decode: dur(f.Decode), Draw: dur(f.Draw),
 	}
+	if f.TID != nil {
+		r.Layered, r.TID = true, *f.TID
+	}
 	if f.Display != nil {
 		r.Displayed = time.UnixMicro(int64(*f.Display * 1000))
 	}
@@ -666,6 +824,9 @@ func (f *frameReport) check() error {
 	if f.Display == nil {
 		return errors.New("no display_ms")
 	}
+	if f.TID != nil && *f.TID > maxTID {
+		return fmt.Errorf("tid %d out of range (0 to %d)", *f.TID, maxTID)
+	}
 	if f.OK && f.Capture == nil {
 		return errors.New("ok without capture_ms")
 	}
@@ -676,7 +837,7 @@ func (f *frameReport) check() error {
 func (c *client) stats(now time.Time) ClientStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cs := ClientStats{ID: c.id, Remote: c.remote, Streams: []ClientStreamStats{}}
+	cs := ClientStats{ID: c.id, Remote: c.remote, Mode: c.mode(), Streams: []ClientStreamStats{}}
 	var g2g, decode, draw, native []float64
 	ids := make([]uint32, 0, len(c.streams))
 	for id := range c.streams {
@@ -691,32 +852,56 @@ func (c *client) stats(now time.Time) ClientStats {
 		decode = append(decode, d...)
 		draw = append(draw, w...)
 		native = append(native, ng...)
+		pf := st.frames()
+		pf.G2G, pf.Decode, pf.Draw = latencyOf(g), quantilesOf(d), quantilesOf(w)
 		cs.Streams = append(cs.Streams, ClientStreamStats{
-			Stream: id,
-			PageFrames: PageFrames{
-				FramesSent:        st.sent,
-				FramesDropped:     st.dropped,
-				FramesDisplayed:   st.displayed,
-				TimestampMisreads: st.misreads,
-				G2G:               latencyOf(g),
-				Decode:            quantilesOf(d),
-				Draw:              quantilesOf(w),
-			},
-			Delivery: quantilesOf(dl),
+			Stream:     id,
+			PageFrames: pf,
+			Delivery:   quantilesOf(dl),
 			Native: NativeStats{
 				FramesDisplayed:   st.nativeDisplayed,
 				TimestampMisreads: st.nativeMisreads,
 				G2G:               latencyOf(ng),
 			},
 		})
-		cs.FramesSent += st.sent
-		cs.FramesDropped += st.dropped
-		cs.FramesDisplayed += st.displayed
-		cs.TimestampMisreads += st.misreads
+		cs.add(pf)
 	}
 	cs.G2G = latencyOf(g2g)
 	cs.NativeG2G = latencyOf(native)
 	cs.Decode = quantilesOf(decode)
 	cs.Draw = quantilesOf(draw)
 	return cs
+}
+
+// frames returns the stream's counters as the page's stats give them.
+func (st *clientStream) frames() PageFrames {
+	pf := PageFrames{
+		FramesDisplayed:        st.displayed,
+		TimestampMisreads:      st.misreads,
+		FramesSentByLayer:      st.counts.sent,
+		FramesDroppedByLayer:   st.counts.dropped,
+		FramesDisplayedByLayer: st.displayedByLayer,
+		CatchUpFrames:          st.counts.catchUp,
+		KeyframesRequested:     st.keyRequests,
+	}
+	for i := range st.counts.sent {
+		pf.FramesSent += st.counts.sent[i]
+		pf.FramesDropped += st.counts.dropped[i]
+	}
+	return pf
+}
+
+// add adds a stream's counters to the page's totals.
+func (pf *PageFrames) add(o PageFrames) {
+	pf.FramesSent += o.FramesSent
+	pf.FramesDropped += o.FramesDropped
+	pf.FramesDisplayed += o.FramesDisplayed
+	pf.TimestampMisreads += o.TimestampMisreads
+	for i := range pf.FramesSentByLayer {
+		pf.FramesSentByLayer[i] += o.FramesSentByLayer[i]
+		pf.FramesDroppedByLayer[i] += o.FramesDroppedByLayer[i]
+		pf.FramesDisplayedByLayer[i] += o.FramesDisplayedByLayer[i]
+	}
+	pf.CatchUpFrames += o.CatchUpFrames
+	pf.KeyframesRequested += o.KeyframesRequested
 }

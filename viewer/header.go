@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -17,10 +18,13 @@ import (
 //	          temporal layers: the stream has them, and bits 3 to 5 give
 //	          the frame's; bit 3 layer sync (RFC 7741's Y: the frame
 //	          depends only on base layer frames); bits 4-5 the temporal
-//	          layer (TID, 0 the base layer); bits 6-7 zero. Bits 2 to 5
-//	          are zero when bit 2 is clear. A reader ignores flag bits
-//	          it does not know, so pages from before bits 2 to 5 read
-//	          these headers unchanged.
+//	          layer (TID, 0 the base layer); bit 6 catch-up: the frame
+//	          is older than the stream's newest, sent after the stream's
+//	          latest keyframe to a page that has just joined so that it
+//	          can decode what follows: decode it whatever the decoder's
+//	          queue; bit 7 zero. Bits 2 to 5 are zero when bit 2 is
+//	          clear. A reader ignores flag bits it does not know, so
+//	          pages from before bits 2 to 6 read these headers unchanged.
 //	  2  u16  header length in bytes (48 in version 1); the VP8 frame
 //	          starts there, so later versions can append fields
 //	  4  u32  stream id
@@ -47,6 +51,7 @@ const (
 	flagLayerSync   = 1 << 3
 	tidShift        = 4 // the TID in bits 4-5
 	tidMask         = 3
+	flagCatchUp     = 1 << 6
 )
 
 // ErrBadHeader is returned by ParseFrameHeader for a message that does not
@@ -72,6 +77,9 @@ type FrameHeader struct {
 	Layered   bool
 	TID       uint8 // temporal layer, 0 (base) to 3
 	LayerSync bool  // RFC 7741's Y bit
+	// CatchUp marks a frame sent to a page that has just joined, from
+	// the stream's latest keyframe up to its newest frame.
+	CatchUp bool
 }
 
 // Append appends the header's wire form to b. Sizes that do not fit 16
@@ -90,6 +98,9 @@ func (h FrameHeader) Append(b []byte) []byte {
 		if h.LayerSync {
 			flags |= flagLayerSync
 		}
+	}
+	if h.CatchUp {
+		flags |= flagCatchUp
 	}
 	b = append(b, FrameHeaderVersion, flags)
 	b = binary.BigEndian.AppendUint16(b, FrameHeaderSize)
@@ -126,6 +137,7 @@ func ParseFrameHeader(msg []byte) (FrameHeader, []byte, error) {
 	h := FrameHeader{
 		Key:          msg[1]&flagKey != 0,
 		OffsetKnown:  msg[1]&flagOffsetKnown != 0,
+		CatchUp:      msg[1]&flagCatchUp != 0,
 		Stream:       binary.BigEndian.Uint32(msg[4:]),
 		Frame:        binary.BigEndian.Uint32(msg[8:]),
 		RTPTimestamp: binary.BigEndian.Uint32(msg[12:]),
@@ -142,6 +154,14 @@ func ParseFrameHeader(msg []byte) (FrameHeader, []byte, error) {
 		h.LayerSync = msg[1]&flagLayerSync != 0
 	}
 	return h, msg[n:], nil
+}
+
+// withCatchUp returns a copy of the frame message msg (a header and a
+// frame) with the header's catch-up flag set.
+func withCatchUp(msg []byte) []byte {
+	out := slices.Clone(msg)
+	out[1] |= flagCatchUp
+	return out
 }
 
 func dim16(v int) uint16 {

@@ -122,6 +122,10 @@ func TestHTTPS(t *testing.T) {
 		t.Fatalf("WebSocket over TLS with the cookie: %v", err)
 	}
 	p.hello(t)
+	// The page's writer reaches the TCP socket under TLS and the caps.
+	if cl := ts.Stats().Clients; len(cl) != 1 || cl[0].Mode != ts.cfg.PageMode.String() {
+		t.Errorf("pages %+v, want one whose connection is managed (%v)", cl, ts.cfg.PageMode)
+	}
 }
 
 // dialPageTLS opens the page's WebSocket over TLS with the Origin origin

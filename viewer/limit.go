@@ -90,6 +90,10 @@ type limitedConn struct {
 	release func()
 }
 
+// NetConn returns the connection c wraps, so that the page's writer can
+// reach its TCP socket.
+func (c *limitedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)

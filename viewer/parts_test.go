@@ -145,12 +145,22 @@ func TestFrameHeader(t *testing.T) {
 			}
 		}
 	}
-	// Layer bits without the layered bit, and the reserved bits, are
+	// Layer bits without the layered bit, and the reserved bit, are
 	// ignored.
 	odd := bytes.Clone(msg)
-	odd[1] |= 0xF8
+	odd[1] |= 0xB8
 	if got, _, err := ParseFrameHeader(odd); err != nil || got != h {
 		t.Fatalf("stray flag bits: %+v %v, want %+v", got, err, h)
+	}
+	// A catch-up frame: the flag, in a copy of the message.
+	c := withCatchUp(msg)
+	if msg[1]&flagCatchUp != 0 || c[1] != msg[1]|1<<6 || !bytes.Equal(c[2:], msg[2:]) {
+		t.Fatalf("catch-up copy: flags %08b from %08b", c[1], msg[1])
+	}
+	want := h
+	want.CatchUp = true
+	if got, _, err := ParseFrameHeader(c); err != nil || got != want || !bytes.Equal(want.Append(nil), c[:FrameHeaderSize]) {
+		t.Fatalf("catch-up round trip: %+v %v, want %+v", got, err, want)
 	}
 	// A later version's longer header: the frame starts after it.
 	long := append([]byte(nil), msg[:FrameHeaderSize]...)
@@ -292,8 +302,8 @@ func TestReportWindowsBounded(t *testing.T) {
 	}
 }
 
-func TestClientOffer(t *testing.T) {
-	cfg := Config{ClientQueue: 3, ReportWindow: time.Second, ReportCap: 4}
+// TestFrameQueue checks a native player's queue.
+func TestFrameQueue(t *testing.T) {
 	type step struct {
 		key     bool
 		wantKey bool // offer asks for a keyframe
@@ -314,26 +324,25 @@ func TestClientOffer(t *testing.T) {
 		{"a keyframe on a full queue", []step{k, d, d, k}, []uint64{4}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClient(1, "x", nil)
+			var q frameQueue
 			for i, s := range tc.steps {
 				f := &outFrame{seq: uint64(i + 1), stream: 1, key: s.key}
-				if got := c.offer(f, &cfg); got != s.wantKey {
+				if _, got := q.offer(f, 3); got != s.wantKey {
 					t.Fatalf("step %d: offer asked for a keyframe: %v, want %v", i+1, got, s.wantKey)
 				}
 			}
-			cs := c.streams[1]
 			var queued []uint64
-			for _, f := range cs.queue {
+			for _, f := range q.queue {
 				queued = append(queued, f.seq)
 			}
-			if !slices.Equal(queued, tc.wantQueue) || cs.dropped != tc.wantDropped {
-				t.Fatalf("queue %v dropped %d, want %v and %d", queued, cs.dropped, tc.wantQueue, tc.wantDropped)
+			if !slices.Equal(queued, tc.wantQueue) || q.dropped != tc.wantDropped {
+				t.Fatalf("queue %v dropped %d, want %v and %d", queued, q.dropped, tc.wantQueue, tc.wantDropped)
 			}
 			for range queued {
-				c.nextFrameLocked()
+				q.pop()
 			}
-			if cs.sent != uint64(len(queued)) || len(cs.queue) != 0 {
-				t.Fatalf("sent %d, %d left", cs.sent, len(cs.queue))
+			if q.sent != uint64(len(queued)) || len(q.queue) != 0 {
+				t.Fatalf("sent %d, %d left", q.sent, len(q.queue))
 			}
 		})
 	}
@@ -343,12 +352,12 @@ func TestNextFrameOrder(t *testing.T) {
 	cfg := Config{ClientQueue: 4, ReportWindow: time.Second, ReportCap: 4}
 	c := newClient(1, "x", nil)
 	for i, stream := range []uint32{1, 2, 2, 1, 3} {
-		c.offer(&outFrame{seq: uint64(i + 1), stream: stream, key: true}, &cfg)
+		c.offer(&outFrame{seq: uint64(i + 1), stream: stream, key: true}, nil, &cfg)
 	}
 	// Keyframes replace queued frames of the same stream: left are
 	// stream 2's seq 3, stream 1's seq 4 and stream 3's seq 5.
 	var got []uint64
-	for f := c.nextFrameLocked(); f != nil; f = c.nextFrameLocked() {
+	for f, _ := c.nextFrameLocked(true); f != nil; f, _ = c.nextFrameLocked(true) {
 		got = append(got, f.seq)
 	}
 	if want := []uint64{3, 4, 5}; !slices.Equal(got, want) {

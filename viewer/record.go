@@ -58,6 +58,10 @@ type Record struct {
 	// Undecodable: the frame depends on a lost frame, so it did not go
 	// to pages.
 	Undecodable bool
+	// Layered says the stream has temporal layers and TID is the frame's
+	// (RecordReceived), or as the page reported it (RecordDisplayed).
+	Layered bool
+	TID     uint8
 
 	// RecordLost (with Stream, Name, and Received: when the loss was found).
 	Lost       int // frames

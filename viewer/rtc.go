@@ -8,33 +8,15 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
-	"github.com/pion/logging"
 	pion "github.com/pion/webrtc/v4"
 
 	"replenish/framer"
+	"replenish/internal/rtc"
 )
 
 // WebRTC (pion) plumbing shared by the WHIP endpoint (publishers send to
 // the viewer) and the WHEP endpoint (the page's native player receives
 // from it).
-
-// vp8Codec is the one codec the viewer negotiates, both ways: VP8 with the
-// feedback it sends and answers (NACK, PLI, FIR) and transport-wide
-// congestion control feedback. No RTX: a WHIP sender retransmits on the
-// media SSRC.
-var vp8Codec = pion.RTPCodecParameters{
-	RTPCodecCapability: pion.RTPCodecCapability{
-		MimeType:  pion.MimeTypeVP8,
-		ClockRate: framer.ClockRate,
-		RTCPFeedback: []pion.RTCPFeedback{
-			{Type: pion.TypeRTCPFBNACK},
-			{Type: pion.TypeRTCPFBNACK, Parameter: "pli"},
-			{Type: pion.TypeRTCPFBCCM, Parameter: "fir"},
-			{Type: pion.TypeRTCPFBTransportCC},
-		},
-	},
-	PayloadType: framer.DefaultPayloadType,
-}
 
 // ICE timeouts of the viewer's peer connections: a peer that stops
 // answering consent checks is disconnected after rtcDisconnected and
@@ -55,7 +37,7 @@ const (
 // answered, sender reports).
 func newRTCAPI(recv bool, log *slog.Logger) (*pion.API, error) {
 	m := &pion.MediaEngine{}
-	if err := m.RegisterCodec(vp8Codec, pion.RTPCodecTypeVideo); err != nil {
+	if err := m.RegisterCodec(rtc.VP8, pion.RTPCodecTypeVideo); err != nil {
 		return nil, err
 	}
 	reg := &interceptor.Registry{}
@@ -75,7 +57,7 @@ func newRTCAPI(recv bool, log *slog.Logger) (*pion.API, error) {
 		}
 	}
 	var s pion.SettingEngine
-	s.LoggerFactory = pionLogs{log}
+	s.LoggerFactory = rtc.Logs{Log: log}
 	s.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
 	s.SetIncludeLoopbackCandidate(true)
 	// A browser's host candidates are mDNS names; its connectivity checks
@@ -120,36 +102,3 @@ func answer(ctx context.Context, pc *pion.PeerConnection, offer string, prepare 
 	}
 	return pc.LocalDescription().SDP, nil
 }
-
-// pionLogs routes pion's logs to a slog.Logger, so that the library never
-// prints. pion's Info and Warn (state changes and teardown races, mostly)
-// go to Debug, its Error to Warn, its Trace below Debug.
-type pionLogs struct{ log *slog.Logger }
-
-var _ logging.LoggerFactory = pionLogs{}
-
-// NewLogger returns the logger for one pion component.
-func (f pionLogs) NewLogger(scope string) logging.LeveledLogger {
-	return scopedLog{f.log.With("pion", scope)}
-}
-
-const levelTrace = slog.LevelDebug - 4
-
-type scopedLog struct{ log *slog.Logger }
-
-func (l scopedLog) logf(level slog.Level, format string, args ...any) {
-	if l.log.Enabled(context.Background(), level) {
-		l.log.Log(context.Background(), level, fmt.Sprintf(format, args...))
-	}
-}
-
-func (l scopedLog) Trace(msg string)                  { l.logf(levelTrace, "%s", msg) }
-func (l scopedLog) Tracef(format string, args ...any) { l.logf(levelTrace, format, args...) }
-func (l scopedLog) Debug(msg string)                  { l.logf(slog.LevelDebug, "%s", msg) }
-func (l scopedLog) Debugf(format string, args ...any) { l.logf(slog.LevelDebug, format, args...) }
-func (l scopedLog) Info(msg string)                   { l.logf(slog.LevelDebug, "%s", msg) }
-func (l scopedLog) Infof(format string, args ...any)  { l.logf(slog.LevelDebug, format, args...) }
-func (l scopedLog) Warn(msg string)                   { l.logf(slog.LevelDebug, "%s", msg) }
-func (l scopedLog) Warnf(format string, args ...any)  { l.logf(slog.LevelDebug, format, args...) }
-func (l scopedLog) Error(msg string)                  { l.logf(slog.LevelWarn, "%s", msg) }
-func (l scopedLog) Errorf(format string, args ...any) { l.logf(slog.LevelWarn, format, args...) }

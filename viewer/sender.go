@@ -454,7 +454,7 @@ func (s *Server) onFrame(st *stream, f *framer.Frame, undecodable bool, now time
 			Kind: RecordReceived, Stream: h.Stream, Frame: h.Frame, Name: name,
 			RTPTimestamp: h.RTPTimestamp, Capture: h.Capture, Received: h.Received,
 			Bytes: len(f.Data), Key: h.Key, Width: h.Width, Height: h.Height, ClockOffset: h.ClockOffset,
-			Undecodable: undecodable,
+			Undecodable: undecodable, Layered: h.Layered, TID: h.TID,
 		})
 	}
 	if undecodable {
@@ -465,11 +465,14 @@ func (s *Server) onFrame(st *stream, f *framer.Frame, undecodable bool, now time
 	msg = append(h.Append(msg), f.Data...)
 	out := &outFrame{
 		seq: s.seq.Add(1), stream: st.id, key: f.Key, msg: msg,
-		data: msg[len(msg)-len(f.Data):], ssrc: f.SSRC, ts: f.Timestamp,
+		data: msg[len(msg)-len(f.Data):], ssrc: f.SSRC, ts: f.Timestamp, layer: f.Layer,
 	}
+	st.mu.Lock()
+	st.keys.add(out, s.cfg.KeyCacheFrames, s.cfg.KeyCacheBytes)
+	st.mu.Unlock()
 	for _, c := range s.clientList() {
-		if c.offer(out, &s.cfg) {
-			s.requestKeyframe(st, now, "page queue")
+		if c.offer(out, st, &s.cfg) && s.requestKeyframe(st, now, "page queue") {
+			c.keyRequested(st.id)
 		}
 	}
 	for _, sess := range s.whepFor(st.id) {

@@ -59,8 +59,22 @@ import (
 //	  }],                                 (clock-offset corrected)
 //	  "clients": [{                   one per connected page, by id
 //	    "id", "remote",
+//	    "mode",                       the page connection's buffer policy
+//	                                  (Config.PageMode): "replenish=15ms", or
+//	                                  "default" where it is unmanaged
 //	    "frames_sent", "frames_dropped", "frames_displayed",  totals since
 //	                                  the page connected
+//	    "frames_sent_by_layer", "frames_dropped_by_layer",
+//	    "frames_displayed_by_layer",  the same by temporal layer: four counts,
+//	                                  TID 0 to 3 (keyframes and the frames of
+//	                                  a stream without layers in 0); displayed
+//	                                  as the page reports each frame's layer
+//	    "catch_up_frames",            frames sent from a stream's latest
+//	                                  keyframe on when the page joined it
+//	                                  (counted in frames_sent too)
+//	    "keyframes_requested",        keyframe requests that went to a sender
+//	                                  for this page (its queue dropped to a
+//	                                  keyframe, or the page asked)
 //	    "timestamp_misreads",         displayed frames whose stamp did not
 //	                                  read (total)
 //	    "g2g_ms": {"p50","p95","p99","n"},  glass-to-glass over the report
@@ -74,6 +88,9 @@ import (
 //	                                  renderer), all its streams
 //	    "streams": [{                 per stream the page has seen
 //	      "stream", "frames_sent", "frames_dropped", "frames_displayed",
+//	      "frames_sent_by_layer", "frames_dropped_by_layer",
+//	      "frames_displayed_by_layer", "catch_up_frames",
+//	      "keyframes_requested",
 //	      "timestamp_misreads", "g2g_ms": {"p50","p95","p99","n"},
 //	      "decode_ms", "draw_ms",
 //	      "delivery_ms": {"p50","p95"}, received complete to arrival in the page
@@ -84,8 +101,10 @@ import (
 //	  }]
 //	}
 //
-// frames_dropped counts frames the viewer did not send to the page because
-// its queue overflowed (and the deltas skipped until the next keyframe).
+// frames_dropped counts frames the viewer did not send to the page: upper
+// layer frames that went stale or whose layer awaited a sync frame, and
+// frames of a queue dropped to the next keyframe (with those skipped until
+// it).
 type Stats struct {
 	NowMS          int64         `json:"now_ms"`
 	TLSFingerprint string        `json:"tls_fingerprint"`
@@ -138,6 +157,9 @@ type Parts struct {
 type ClientStats struct {
 	ID     uint32 `json:"id"`
 	Remote string `json:"remote"`
+	// Mode is the page connection's buffer policy (Config.PageMode), as
+	// in "replenish=15ms", or "default" where it is unmanaged.
+	Mode string `json:"mode"`
 	PageFrames
 	NativeG2G metrics.Percentiles `json:"native_g2g_ms"` // p50, p95, p99, n
 	Streams   []ClientStreamStats `json:"streams"`
@@ -163,13 +185,26 @@ type NativeStats struct {
 // (ClientStats) or one (ClientStreamStats); its fields are those objects'
 // own in JSON.
 type PageFrames struct {
-	FramesSent        uint64              `json:"frames_sent"`
-	FramesDropped     uint64              `json:"frames_dropped"`
-	FramesDisplayed   uint64              `json:"frames_displayed"`
-	TimestampMisreads uint64              `json:"timestamp_misreads"`
-	G2G               metrics.Percentiles `json:"g2g_ms"`    // p50, p95, p99, n
-	Decode            metrics.Percentiles `json:"decode_ms"` // p50, p95
-	Draw              metrics.Percentiles `json:"draw_ms"`   // p50, p95
+	FramesSent        uint64 `json:"frames_sent"`
+	FramesDropped     uint64 `json:"frames_dropped"`
+	FramesDisplayed   uint64 `json:"frames_displayed"`
+	TimestampMisreads uint64 `json:"timestamp_misreads"`
+	// The same by temporal layer, indexed by TID (0 to 3); keyframes and
+	// the frames of a stream without layers count in 0.
+	FramesSentByLayer      [maxTID + 1]uint64 `json:"frames_sent_by_layer"`
+	FramesDroppedByLayer   [maxTID + 1]uint64 `json:"frames_dropped_by_layer"`
+	FramesDisplayedByLayer [maxTID + 1]uint64 `json:"frames_displayed_by_layer"`
+	// CatchUpFrames counts the frames sent from a stream's latest
+	// keyframe on when the page joined it (in FramesSent too).
+	CatchUpFrames uint64 `json:"catch_up_frames"`
+	// KeyframesRequested counts the keyframe requests that went to the
+	// sender for this page: its queue dropped to a keyframe, or the page
+	// asked.
+	KeyframesRequested uint64 `json:"keyframes_requested"`
+
+	G2G    metrics.Percentiles `json:"g2g_ms"`    // p50, p95, p99, n
+	Decode metrics.Percentiles `json:"decode_ms"` // p50, p95
+	Draw   metrics.Percentiles `json:"draw_ms"`   // p50, p95
 }
 
 // Float is a number that is NaN when unknown; it marshals to JSON rounded

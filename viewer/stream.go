@@ -50,6 +50,7 @@ type stream struct {
 	drainRate   rate.Bitrate
 	target      rate.Bitrate
 
+	keys                               keyCache // for pages that join
 	join                               *joiner
 	wait, encode, sourceDelay, network *metrics.Window // ms
 	captureToReceived                  *metrics.Window // ms, from abs-capture-time

@@ -19,9 +19,16 @@
 // a loss like any other.
 //
 // A slow page never gets stale frames queued behind fresh ones: each
-// (page, stream) pair has a small bounded queue; when it overflows the
-// viewer drops it, skips delta frames until the next keyframe and asks the
-// sender for one (RTCP PLI on the sender's connection, rate-limited).
+// page's connection takes a frame only when transport/tcp's invitation
+// rule invites one (Config.PageMode), and each (page, stream) pair has a
+// small queue from which the page then gets the freshest frame it can
+// decode. A page that falls behind loses the upper temporal layers first;
+// only when it cannot keep up with the base layer (or a base-layer frame
+// went missing) is its queue dropped to the next keyframe, which the
+// viewer asks the sender for (RTCP PLI on the sender's connection,
+// rate-limited). Each stream keeps its latest keyframe and the frames
+// since that its newest frame needs, so that a page that joins starts at
+// once.
 //
 // With a token, senders prove it before any stream is accepted, and every
 // HTTP request carries it (Config.Token). The page and the API are served
@@ -53,6 +60,8 @@ import (
 
 	"replenish/framer"
 	"replenish/internal/certs"
+	"replenish/transport"
+	"replenish/transport/tcp"
 	"replenish/web"
 )
 
@@ -87,6 +96,8 @@ const (
 	DefaultHTTPReadTimeout     = 10 * time.Second
 	DefaultHTTPWriteTimeout    = 30 * time.Second
 	DefaultHTTPIdleTimeout     = 60 * time.Second
+	DefaultKeyCacheFrames      = 128
+	DefaultKeyCacheBytes       = 2 << 20
 	// SelfSignedValidity is how long the certificate New makes is valid.
 	SelfSignedValidity = 365 * 24 * time.Hour
 )
@@ -166,9 +177,32 @@ type Config struct {
 	// MaxWHEPPerStream). A page beyond it is refused with a WebSocket
 	// close (1013, try again later) whose reason the page shows.
 	MaxClients int
-	// ClientQueue is the depth, in frames, of each (page, stream) queue
-	// (default 4).
+	// ClientQueue is how many base-layer frames (every frame of a stream
+	// without temporal layers) each (page, stream) queue holds before the
+	// page is dropped to the next keyframe, and the depth in frames of each
+	// native player's queue (default 4).
 	ClientQueue int
+	// PageMode is the buffer policy of each page's connection (TCP):
+	// replenish (the zero value, with transport.DefaultReplenishTime)
+	// sends a page a frame only when its connection invites one, the
+	// freshest it can decode; default sends frames as fast as the
+	// connection takes them (its send buffer absorbs seconds); lowat
+	// sets a fixed TCP_NOTSENT_LOWAT.
+	PageMode transport.Mode
+	// PageDelayTarget bounds the queueing delay on a managed page's leg:
+	// when a frame written now would wait longer than this behind the
+	// connection's unsent and in-flight bytes (at its drain rate, less a
+	// minimum round trip's worth), the page gets base-layer frames only,
+	// so that a congestion control that fills the leg's queue cannot hold
+	// frames there (default 50 ms; see gate.go). It does not apply in the
+	// default PageMode.
+	PageDelayTarget time.Duration
+	// KeyCacheFrames and KeyCacheBytes cap what each stream keeps for
+	// pages that join it: its latest keyframe and the frames since that
+	// its newest frame needs (default 128 frames, 2 MiB). Past either it
+	// keeps nothing until the next keyframe, and a joining page waits for
+	// one.
+	KeyCacheFrames, KeyCacheBytes int
 	// MaxFrameSize caps one VP8 frame, in bytes (default 4 MiB).
 	MaxFrameSize int
 	// AuthTimeout is how long a new TCP or QUIC connection has to prove
@@ -277,6 +311,9 @@ func (c *Config) withDefaults() error {
 			return fmt.Errorf("%w: %s address %q: bad port", ErrConfig, a.name, a.addr)
 		}
 	}
+	if err := tcp.CheckMode(c.PageMode); err != nil {
+		return fmt.Errorf("%w: page mode: %w", ErrConfig, err)
+	}
 	if c.Token == "" {
 		for _, a := range []struct{ what, addr string }{{"HTTP", c.HTTP}, {"media", c.Listen}} {
 			if !IsLoopback(a.addr) {
@@ -302,6 +339,8 @@ func (c *Config) withDefaults() error {
 		{"MaxSenderConnsPerAddr", &c.MaxSenderConnsPerAddr, DefaultMaxSenderConnsPerAddr},
 		{"MaxHTTPConns", &c.MaxHTTPConns, DefaultMaxHTTPConns},
 		{"MaxHTTPConnsPerAddr", &c.MaxHTTPConnsPerAddr, DefaultMaxHTTPConnsPerAddr},
+		{"KeyCacheFrames", &c.KeyCacheFrames, DefaultKeyCacheFrames},
+		{"KeyCacheBytes", &c.KeyCacheBytes, DefaultKeyCacheBytes},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)
@@ -325,6 +364,7 @@ func (c *Config) withDefaults() error {
 		{"HTTPReadTimeout", &c.HTTPReadTimeout, DefaultHTTPReadTimeout},
 		{"HTTPWriteTimeout", &c.HTTPWriteTimeout, DefaultHTTPWriteTimeout},
 		{"HTTPIdleTimeout", &c.HTTPIdleTimeout, DefaultHTTPIdleTimeout},
+		{"PageDelayTarget", &c.PageDelayTarget, DefaultPageDelayTarget},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("%w: %s is negative", ErrConfig, d.name)

@@ -697,8 +697,12 @@ func TestStatsJSONFields(t *testing.T) {
 		t.Errorf("clock_offset_ms = %v before any report, want null", stream["clock_offset_ms"])
 	}
 	client := doc["clients"].([]any)[0].(map[string]any)
-	hasKeys(t, "client", client, "id", "remote", "frames_displayed", "timestamp_misreads", "g2g_ms", "decode_ms",
-		"draw_ms", "frames_dropped", "streams")
+	hasKeys(t, "client", client, "id", "remote", "mode", "frames_displayed", "timestamp_misreads", "g2g_ms", "decode_ms",
+		"draw_ms", "frames_dropped", "streams", "frames_sent_by_layer", "frames_dropped_by_layer", "frames_displayed_by_layer",
+		"catch_up_frames", "keyframes_requested")
+	if client["mode"] != "replenish=15ms" {
+		t.Errorf("page connection mode %v, want replenish=15ms", client["mode"])
+	}
 	exactKeys(t, "client g2g", client["g2g_ms"].(map[string]any), "p50", "p95", "p99", "n")
 	exactKeys(t, "stream capture to received", stream["capture_to_received_ms"].(map[string]any), "p50", "p95", "p99", "n")
 	for _, k := range []string{"decode_ms", "draw_ms"} {
@@ -709,7 +713,16 @@ func TestStatsJSONFields(t *testing.T) {
 	}
 	cs := client["streams"].([]any)[0].(map[string]any)
 	hasKeys(t, "client stream", cs, "stream", "frames_sent", "frames_dropped", "frames_displayed", "timestamp_misreads",
-		"g2g_ms", "decode_ms", "draw_ms", "delivery_ms")
+		"g2g_ms", "decode_ms", "draw_ms", "delivery_ms", "frames_sent_by_layer", "frames_dropped_by_layer",
+		"frames_displayed_by_layer", "catch_up_frames", "keyframes_requested")
+	for _, k := range []string{"frames_sent_by_layer", "frames_dropped_by_layer", "frames_displayed_by_layer"} {
+		if v, _ := cs[k].([]any); len(v) != 4 {
+			t.Errorf("%s = %v, want four counts (TID 0 to 3)", k, cs[k])
+		}
+	}
+	if v := cs["frames_displayed_by_layer"].([]any); v[0] != 1.0 {
+		t.Errorf("frames_displayed_by_layer = %v, want the one report in layer 0", v)
+	}
 	exactKeys(t, "client stream g2g", cs["g2g_ms"].(map[string]any), "p50", "p95", "p99", "n")
 	for _, k := range []string{"decode_ms", "draw_ms", "delivery_ms"} {
 		exactKeys(t, k, cs[k].(map[string]any), "p50", "p95")

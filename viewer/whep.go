@@ -15,6 +15,7 @@ import (
 	pion "github.com/pion/webrtc/v4"
 
 	"replenish/framer"
+	"replenish/internal/rtc"
 )
 
 // The WHEP endpoint: the page (or any WHEP player) POSTs a receive-only
@@ -116,7 +117,7 @@ func (s *Server) answerWHEP(ctx context.Context, sess *whepSession, offer string
 	if sess.pc, err = api.NewPeerConnection(pion.Configuration{}); err != nil {
 		return "", fmt.Errorf("viewer: WebRTC: %w", err)
 	}
-	if sess.track, err = pion.NewTrackLocalStaticRTP(vp8Codec.RTPCodecCapability, "video", "replenish"); err != nil {
+	if sess.track, err = pion.NewTrackLocalStaticRTP(rtc.VP8.RTPCodecCapability, "video", "replenish"); err != nil {
 		return "", fmt.Errorf("viewer: WebRTC: %w", err)
 	}
 	sess.pc.OnConnectionStateChange(func(st pion.PeerConnectionState) {

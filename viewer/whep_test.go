@@ -17,6 +17,7 @@ import (
 	pion "github.com/pion/webrtc/v4"
 
 	"replenish/framer"
+	"replenish/internal/rtc"
 )
 
 // player is a WHEP client for tests: a pion PeerConnection receiving one
@@ -36,7 +37,7 @@ type player struct {
 func playWHEP(t *testing.T, ts *testServer, name, token string) (*player, int) {
 	t.Helper()
 	m := &pion.MediaEngine{}
-	if err := m.RegisterCodec(vp8Codec, pion.RTPCodecTypeVideo); err != nil {
+	if err := m.RegisterCodec(rtc.VP8, pion.RTPCodecTypeVideo); err != nil {
 		t.Fatal(err)
 	}
 	reg := &interceptor.Registry{}

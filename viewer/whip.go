@@ -314,6 +314,9 @@ func (s *Server) deleteWHIP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	sc := s.whip[id]
+	// Gone from the map at once, not when the session's loop has wound
+	// down: a second DELETE meanwhile gets 404, as for any deleted session.
+	delete(s.whip, id)
 	ended := sc == nil && s.takeEndedLocked(id)
 	s.mu.Unlock()
 	switch {

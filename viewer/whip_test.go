@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"replenish/internal/rtc"
 	"strings"
 	"sync"
 	"testing"
@@ -216,7 +217,7 @@ func whipResponse(t *testing.T, ts *testServer, method, path, token, contentType
 func pionOffer(t *testing.T, dir pion.RTPTransceiverDirection, h264 bool) string {
 	t.Helper()
 	m := &pion.MediaEngine{}
-	codec := vp8Codec
+	codec := rtc.VP8
 	if h264 {
 		codec.RTPCodecCapability = pion.RTPCodecCapability{MimeType: pion.MimeTypeH264, ClockRate: 90000,
 			SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"}
@@ -393,7 +394,7 @@ func TestWHIPTooManyPublishers(t *testing.T) {
 func TestWHIPDeleteAfterClose(t *testing.T) {
 	ts := startServer(t, nil)
 	m := &pion.MediaEngine{}
-	if err := m.RegisterCodec(vp8Codec, pion.RTPCodecTypeVideo); err != nil {
+	if err := m.RegisterCodec(rtc.VP8, pion.RTPCodecTypeVideo); err != nil {
 		t.Fatal(err)
 	}
 	var se pion.SettingEngine

@@ -138,6 +138,9 @@
       layered, // the stream has temporal layers: tid and layerSync are the frame's
       tid: layered ? (flags >> 4) & 3 : 0,
       layerSync: layered && (flags & 8) !== 0,
+      // Catch-up: sent from the stream's latest keyframe on when this page
+      // joined; decode it whatever the decoder's queue.
+      catchUp: (flags & 64) !== 0,
       stream: dv.getUint32(4),
       frame: dv.getUint32(8),
       rtpTimestamp: dv.getUint32(12),
@@ -191,6 +194,10 @@
         stampMismatches: 0,
         keyRequests: 0,
         decoderErrors: 0,
+        // Frames displayed by temporal layer (TID 0 to 3); keyframes and
+        // the frames of a stream without layers count in 0.
+        displayedByLayer: [0, 0, 0, 0],
+        catchUp: 0,
         lastG2G: null,
         width: 0,
         height: 0,
@@ -260,6 +267,7 @@
       for (const [k, label] of [
         ['fps', 'fps'], ['bitrate', 'bitrate'], ['resolution', 'resolution'],
         ['offset', 'clock offset'], ['dropped', 'dropped'], ['misreads', 'misreads'],
+        ['layers', 'TL0 · TL1 · TL2 %'],
       ]) {
         const dt = el('dt', '', label);
         const dd = el('dd', '', '–');
@@ -349,9 +357,11 @@
     onFrame(f, arrivedMs) {
       this.counters.framesReceived++;
       this.lastFrameAt = localNow();
+      this.layered = f.layered;
       this.lastOffsetMs = f.offsetMs; // for the native player too
       if (!this.ensureDecoder()) return;
-      if (!f.key && (this.waitKey || this.decoder.decodeQueueSize > MAX_DECODE_QUEUE)) {
+      if (f.catchUp) this.counters.catchUp++;
+      if (!f.key && (this.waitKey || (!f.catchUp && this.decoder.decodeQueueSize > MAX_DECODE_QUEUE))) {
         this.counters.framesSkipped++;
         this.resync();
         return;
@@ -368,6 +378,7 @@
         receivedMs: f.receivedMs,
         arrivedMs,
         submitMs: viewerNow(),
+        tid: f.layered ? f.tid : null,
       });
       try {
         this.decoder.decode(new EncodedVideoChunk({
@@ -414,6 +425,8 @@
         decode_ms: outMs - info.submitMs,
         draw_ms: drawnMs - outMs,
       };
+      if (info.tid !== null) report.tid = info.tid;
+      this.counters.displayedByLayer[info.tid || 0]++;
       pushBounded(this.recent.delivery, info.arrivedMs - info.receivedMs, RECENT);
       pushBounded(this.recent.decode, report.decode_ms, RECENT);
       pushBounded(this.recent.draw, report.draw_ms, RECENT);
@@ -575,6 +588,13 @@
       setText(this.facts.offset, ss && ss.clock_offset_ms !== null ? fmtSigned(ss.clock_offset_ms) + ' ms' : '–');
       setText(this.facts.dropped, String((cs ? cs.frames_dropped : 0) + this.counters.framesSkipped));
       setText(this.facts.misreads, String(this.counters.misreads));
+      // The share of each temporal layer in the frames displayed: a page
+      // behind a slow link shows fewer of the upper layers.
+      const byLayer = this.counters.displayedByLayer;
+      const shown = byLayer.reduce((a, b) => a + b, 0);
+      setText(this.facts.layers, this.layered && shown
+        ? byLayer.slice(0, 3).map((v) => (100 * v / shown).toFixed(0)).join(' · ')
+        : '–');
       const values = {};
       for (const [k] of PARTS) values[k] = null;
       if (ss && ss.parts_ms) {

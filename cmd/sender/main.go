@@ -108,6 +108,9 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
 		return 2
 	}
+	if rec != nil {
+		dial = rec.dialer(dial)
+	}
 	log.Info("sending", "to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes,
 		"layers", o.layers)
 	err = s.Connect(ctx, sender.ConnectConfig{

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"sync/atomic"
 	"time"
 
 	"replenish/records"
 	"replenish/sender"
 	"replenish/transport"
+	"replenish/transport/quic"
 )
 
 // maxRecords caps a records file: about a day of frames at 30 fps.
@@ -13,14 +16,40 @@ const maxRecords = 3_000_000
 
 // recordsFile writes one JSON line per frame sent (records.Frame) and one
 // per connection (records.Conn) for the experiments harness.
-type recordsFile struct{ w *records.Writer }
+type recordsFile struct {
+	w    *records.Writer
+	last atomic.Pointer[connBox] // the latest connection dialed (dialer)
+}
+
+// connBox holds a connection for an atomic.Pointer.
+type connBox struct{ c transport.Conn }
+
+// expiring is what a QUIC connection counts of its expire mode
+// (transport/quic's Conn.Expired).
+type expiring interface {
+	Expired() (dropped, reset, bytesReset uint64)
+}
+
+var _ expiring = (*quic.Conn)(nil)
 
 func openRecords(path string) (*recordsFile, error) {
 	w, err := records.Create(path, maxRecords)
 	if err != nil {
 		return nil, err
 	}
-	return &recordsFile{w}, nil
+	return &recordsFile{w: w}, nil
+}
+
+// dialer returns d, remembering each connection it opens, so that the
+// connection's line can carry what only its transport counts.
+func (r *recordsFile) dialer(d transport.Dialer) transport.Dialer {
+	return func(ctx context.Context, h transport.Handler) (transport.Conn, error) {
+		c, err := d(ctx, h)
+		if err == nil {
+			r.last.Store(&connBox{c})
+		}
+		return c, err
+	}
 }
 
 // frameLine returns the records line of a frame sent.
@@ -32,16 +61,23 @@ func frameLine(f sender.FrameRecord) records.Frame {
 		WriteStartUs: us(f.WriteStart), WriteEndUs: us(f.WriteEnd), LeftHostUs: us(f.LeftHost),
 		Bytes: f.Bytes, Width: f.Size.W, Height: f.Size.H, Key: f.Key,
 		TargetBps: int64(f.Target), DrainBps: int64(f.DrainRate), AppLimited: f.AppLimited, Skipped: f.Skipped,
-		Retransmits: f.Retransmits,
+		Retransmits: f.Retransmits, LeadUs: f.Lead.Microseconds(), Drain: records.DrainOf(f.Drain),
 	}
 }
 
 func (r *recordsFile) frame(f sender.FrameRecord) { r.w.Write(frameLine(f)) }
 
 // conn writes the line of a connection over the named transport that ended
-// now.
+// now, with the expire mode's counters when the connection (the latest
+// the dialer opened) keeps them.
 func (r *recordsFile) conn(transportName string, c transport.Counters) {
-	r.w.Write(records.ConnOf(time.Now(), transportName, c))
+	line := records.ConnOf(time.Now(), transportName, c)
+	if b := r.last.Load(); b != nil {
+		if e, ok := b.c.(expiring); ok {
+			line.ExpiredDropped, line.ExpiredReset, line.BytesReset = e.Expired()
+		}
+	}
+	r.w.Write(line)
 }
 
 // close flushes and closes the file.

@@ -22,6 +22,8 @@ import (
 
 	"replenish/internal/certs"
 	"replenish/records"
+	"replenish/transport"
+	"replenish/transport/tcp"
 	"replenish/viewer"
 )
 
@@ -45,6 +47,7 @@ type options struct {
 	https           bool
 	tlsCert, tlsKey string
 	fingerprintFile string
+	pageMode        transport.Mode
 }
 
 func parseFlags(args []string, out io.Writer) (options, error) {
@@ -86,8 +89,12 @@ flags:
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` with the certificate for QUIC and HTTPS (chain, leaf first); default a new self-signed one at each start")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` with the private key of -tls-cert")
 	fs.StringVar(&o.fingerprintFile, "fingerprint-file", "", "once listening, write the certificate's fingerprint (sha256:...) and a newline to this `file` (replaced atomically; removed at exit)")
+	fs.TextVar(&o.pageMode, "page-mode", transport.DefaultMode, "buffer policy of each page's connection (`mode`): replenish[=DUR] (a frame only when the connection invites one, the freshest the page can decode) or default (as fast as the socket takes them)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if err := tcp.CheckMode(o.pageMode); err != nil {
+		return o, fmt.Errorf("-page-mode %s: %v", o.pageMode, err)
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return o, errors.New("-tls-cert and -tls-key go together")
@@ -127,7 +134,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, HTTPTLS: o.https, Logger: log}
+	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, HTTPTLS: o.https, Logger: log, PageMode: o.pageMode}
 	if o.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {

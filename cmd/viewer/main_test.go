@@ -32,7 +32,9 @@ func TestFlags(t *testing.T) {
 		contains []string
 	}{
 		{"help", []string{"-h"}, 0, []string{"-listen host:port", "127.0.0.1:7000", "-http host:port", "127.0.0.1:8080", "-token secret", "UDP",
-			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:", "-https", "HTTPS"}},
+			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:", "-https", "HTTPS", "-page-mode", "replenish=15ms"}},
+		{"page mode not TCP's", []string{"-page-mode", "expire=100ms"}, 2, []string{"-page-mode expire=100ms"}},
+		{"page mode unknown", []string{"-page-mode", "fast"}, 2, []string{"-page-mode"}},
 		{"certificate without key", []string{"-tls-cert", "c.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
 		{"key without certificate", []string{"-tls-key", "k.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
 		{"unreadable certificate", []string{"-tls-cert", "/nonexistent/c.pem", "-tls-key", "/nonexistent/k.pem", "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0"}, 1,
@@ -243,6 +245,9 @@ func TestRecordLines(t *testing.T) {
 			`{"kind":"lost","stream":2,"frame":0,"name":"s","received_us":1700000000000001,"lost_frames":1,"reason":"reset"}`},
 		{"undecodable", viewer.Record{Kind: viewer.RecordReceived, Stream: 2, Frame: 9, Name: "s", Received: at, Bytes: 10, Undecodable: true},
 			`{"kind":"received","stream":2,"frame":9,"name":"s","received_us":1700000000000001,"bytes":10,"undecodable":true}`},
+		{"layered", viewer.Record{Kind: viewer.RecordDisplayed, Stream: 2, Frame: 7, Client: 1, Displayed: at, G2G: -1, Misread: true,
+			Decode: -1, Draw: -1, Layered: true, TID: 2},
+			`{"kind":"displayed","stream":2,"frame":7,"client":1,"displayed_us":1700000000000001,"misread":true,"tid":2}`},
 		{"native", viewer.Record{Kind: viewer.RecordDisplayed, Stream: 2, Client: 1, Native: true, Displayed: at, Capture: at.Add(-20 * time.Millisecond),
 			G2G: 20 * time.Millisecond, Decode: -1, Draw: -1},
 			`{"kind":"displayed","stream":2,"frame":0,"capture_us":1699999999980001,"client":1,"native":true,"displayed_us":1700000000000001,"g2g_ms":20}`},

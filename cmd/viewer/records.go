@@ -23,6 +23,10 @@ func recordLine(r viewer.Record) records.ViewerFrame {
 	}
 	us := records.Micros
 	j := records.ViewerFrame{Stream: r.Stream, Frame: r.Frame, CaptureUs: us(r.Capture)}
+	if r.Layered {
+		tid := r.TID
+		j.TID = &tid
+	}
 	switch r.Kind {
 	case viewer.RecordReceived:
 		j.Kind = records.KindReceived

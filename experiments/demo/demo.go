@@ -1,10 +1,13 @@
 // Package demo is the live demo of source buffer management for an
 // audience: an emulated path, a viewer on its receiving side and one
-// sender per mode on its sending side (by default one with SBM and one
-// without), the viewer's page served on a loopback port of this host with
-// a path panel the demo adds to it, and the path's rate and RTT changeable
-// while the streams play, from the page or from typed commands. Processes
-// that die are restarted.
+// sender per stream on its sending side, each a transport (TCP, QUIC or
+// WebRTC) and a mode (by default two over TCP, one with SBM and one
+// without), sharing the path's bottleneck; the viewer's page served on a
+// loopback port of this host with a path panel the demo adds to it, and
+// the path's rate and RTT changeable while the streams play, from the page
+// or from typed commands. Processes that die are restarted; the viewer
+// keeps its certificate across restarts, so that QUIC senders, which pin
+// it, reconnect.
 package demo
 
 import (
@@ -30,9 +33,12 @@ import (
 	"replenish/transport"
 )
 
-// DefaultModes are the demo's senders unless told otherwise: one with SBM
-// (the default replenish time), one without.
-var DefaultModes = []transport.Mode{transport.DefaultMode, {Policy: transport.Default}}
+// DefaultStreams are the demo's senders unless told otherwise: one with
+// SBM (the default replenish time), one without, both over TCP.
+var DefaultStreams = []scenario.Stream{
+	{Transport: scenario.TCP, Mode: transport.DefaultMode},
+	{Transport: scenario.TCP, Mode: transport.Mode{Policy: transport.Default}},
+}
 
 // Limits of what the demo's controls accept.
 const (
@@ -46,12 +52,12 @@ const statusEvery = 10 * time.Second
 
 // Config is what a demo shows.
 type Config struct {
-	Path     scenario.Path    // the path at the start
-	Modes    []transport.Mode // one sender each
-	MaxRes   string           // the senders' largest resolution
+	Path     scenario.Path     // the path at the start
+	Streams  []scenario.Stream // one sender each
+	MaxRes   string            // the senders' largest resolution
 	Programs workload.Programs
 	Page     net.Listener // where the page is served, on loopback
-	Dir      string       // for the processes' logs
+	Dir      string       // for the processes' logs, the viewer's certificate and fingerprint
 	Stdin    io.Reader    // typed commands
 	Stdout   io.Writer    // the URL, the status and the answers to commands
 	Log      *slog.Logger
@@ -71,6 +77,11 @@ type demo struct {
 	start scenario.Path
 	log   *slog.Logger
 	stats *http.Client // into the receiver's namespace
+	token string       // the viewer's
+	// fingerprint is the file the viewer writes its certificate's
+	// fingerprint to, which its HTTPS clients and its QUIC and WebRTC
+	// senders pin.
+	fingerprint string
 
 	mu  sync.Mutex // guards cur
 	cur scenario.Path
@@ -115,7 +126,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer p.Close()
-	d := &demo{p: p, start: cfg.Path, cur: cfg.Path, log: cfg.Log, stats: workload.StatsClient(p)}
+	token, err := workload.NewToken()
+	if err != nil {
+		return err
+	}
+	d := &demo{p: p, start: cfg.Path, cur: cfg.Path, log: cfg.Log, token: token, fingerprint: filepath.Join(cfg.Dir, "viewer.fingerprint")}
+	d.stats = workload.StatsClient(p, token, d.fingerprint)
 	defer d.stats.CloseIdleConnections()
 
 	var wg sync.WaitGroup
@@ -124,13 +140,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := d.startProcesses(ctx, &wg, p, cfg); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: d.handler(workload.PageProxy(p)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: d.handler(workload.PageProxy(p, token, d.fingerprint)), ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() { srv.Serve(cfg.Page) })
 	defer srv.Close()
 
 	fmt.Fprintf(cfg.Stdout, "\n  replenish demo: open http://%s/ in a browser\n", cfg.Page.Addr())
-	fmt.Fprintf(cfg.Stdout, "  path %s, RTT %v, queue %d bytes; senders: %s\n", cfg.Path.Rate, cfg.Path.RTT,
-		scenario.QueueBytes(cfg.Path.Rate, cfg.Path.Queue), joinModes(cfg.Modes))
+	fmt.Fprintf(cfg.Stdout, "  path %s, RTT %v, queue %d bytes, one bottleneck shared by every sender: %s\n", cfg.Path.Rate, cfg.Path.RTT,
+		scenario.QueueBytes(cfg.Path.Rate, cfg.Path.Queue), scenario.Streams(cfg.Streams))
 	fmt.Fprintln(cfg.Stdout, "  type: rate 500kbit | rtt 200ms | reset | status | quit   (Ctrl-C stops)")
 	fmt.Fprintln(cfg.Stdout)
 	return d.loop(ctx, p.Done(), cfg.Stdin, cfg.Stdout)
@@ -139,10 +155,16 @@ func Run(ctx context.Context, cfg Config) error {
 // startProcesses starts the viewer, waits until it answers, and starts the
 // senders, each kept running by a goroutine of wg until ctx is done.
 func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, p *emu.Path, cfg Config) error {
+	certFile, keyFile, err := workload.WriteCertificate(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	vw := workload.Viewer{Program: cfg.Programs.Viewer, Token: d.token, Fingerprint: d.fingerprint,
+		CertFile: certFile, KeyFile: keyFile}
 	viewerUp := make(chan struct{})
 	wg.Go(func() {
 		supervise(ctx, d.log, "viewer", func() (*proc.Proc, error) {
-			return workload.StartViewer(ctx, p, d.stats, cfg.Programs.Viewer, "", filepath.Join(cfg.Dir, "viewer.log"))
+			return workload.StartViewer(ctx, p, d.stats, vw, filepath.Join(cfg.Dir, "viewer.log"))
 		}, viewerUp)
 	})
 	select {
@@ -151,11 +173,21 @@ func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, p *emu.Pa
 		return ctx.Err()
 	}
 	bitrate := scenario.Run{Path: cfg.Path}.VideoBitrate()
-	for i, m := range cfg.Modes {
-		s := workload.Sender{Program: cfg.Programs.Sender, Name: StreamName(m), Mode: m, Bitrate: bitrate, MaxRes: cfg.MaxRes}
+	for i, st := range cfg.Streams {
+		s := workload.Sender{Program: cfg.Programs.Sender, Transport: st.Transport, Name: StreamName(st), Mode: st.Mode,
+			Bitrate: bitrate, MaxRes: cfg.MaxRes, Token: d.token}
 		logName := fmt.Sprintf("sender-%d", i+1)
 		wg.Go(func() {
 			supervise(ctx, d.log, "sender "+s.Name, func() (*proc.Proc, error) {
+				if s.Transport == scenario.QUIC || s.Transport == scenario.WebRTC {
+					// The pin comes from the file the viewer wrote, and
+					// from nothing else.
+					pin, err := workload.ReadFingerprint(vw.Fingerprint)
+					if err != nil {
+						return nil, fmt.Errorf("the viewer's fingerprint: %w", err)
+					}
+					s.Pin = pin
+				}
 				return workload.StartSender(p, logName, s, filepath.Join(cfg.Dir, logName+".log"))
 			}, nil)
 		})
@@ -190,23 +222,20 @@ func (d *demo) loop(ctx context.Context, gone <-chan struct{}, stdin io.Reader, 
 	}
 }
 
-// StreamName is a sender's stream name: its mode, with what it means.
-func StreamName(mode transport.Mode) string {
-	switch mode.Policy {
-	case transport.Replenish:
-		return "with SBM: " + mode.String()
-	case transport.Default:
-		return "without SBM: " + mode.String()
+// StreamName is a sender's stream name: its transport (unless TCP) and
+// mode, with what they mean: "with SBM: replenish=15ms", "without SBM:
+// quic default", "WebRTC: gcc".
+func StreamName(st scenario.Stream) string {
+	name := workload.StreamName(st.Transport, st.ModeName())
+	switch {
+	case st.Transport == scenario.WebRTC:
+		return "WebRTC: " + st.ModeName()
+	case st.Mode.Policy == transport.Replenish:
+		return "with SBM: " + name
+	case st.Mode.Policy == transport.Default:
+		return "without SBM: " + name
 	}
-	return mode.String()
-}
-
-func joinModes(modes []transport.Mode) string {
-	s := make([]string, len(modes))
-	for i, m := range modes {
-		s[i] = m.String()
-	}
-	return strings.Join(s, ", ")
+	return name
 }
 
 // readLines sends the lines of r to out and closes it at the end of r.

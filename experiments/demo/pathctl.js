@@ -21,7 +21,7 @@
   let state = null;
 
   function show(path) {
-    setTextOf('now', 'path ' + fmtRate(path.rate_bps) + ', RTT ' + path.rtt_ms + ' ms');
+    setTextOf('now', 'path ' + fmtRate(path.rate_bps) + ', RTT ' + path.rtt_ms + ' ms, one bottleneck shared by every stream');
     document.getElementById('path-rate').value = Math.round(path.rate_bps / 1000);
     document.getElementById('path-rtt').value = path.rtt_ms;
   }

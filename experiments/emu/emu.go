@@ -12,7 +12,9 @@
 // deadlines and polls through the last tens of microseconds, because Go
 // timers are too coarse for the spacing of packets at tens of megabits per
 // second. Stats reports what happened per direction, including how late the
-// mover itself was.
+// mover itself was, and TakeIdle the spans of time in which a bottleneck had
+// nothing to send. Packets are IP packets: TCP, and UDP (QUIC, WebRTC),
+// cross the bottleneck alike.
 //
 // Start needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and the iproute2 "ip"
 // command. Close, or the end of Start's context, removes the namespaces;
@@ -174,9 +176,25 @@ type Config struct {
 	// is then at least 32 MiB; autotuning may grow it), up to 1 GiB. 0
 	// keeps Linux's 16 KiB.
 	SendBuffer int
+	// SenderNS, when set, names an existing network namespace (another
+	// path's side, say) to use as this path's sender side instead of a
+	// new one: the path adds its TUN device there, under a name of its
+	// own, and leaves the namespace's settings (TCP buffers, congestion
+	// control, SendBuffer) and the namespace itself alone; its device
+	// goes away at Close. A process in that namespace then reaches both
+	// paths, as a relay between two links does.
+	SenderNS string
+	// ReceiverNS is the same for the receiver side: paths that share it
+	// bring several senders, each over a path of its own, to one
+	// receiver (a viewer listening on every address there).
+	ReceiverNS string
 	// Logger receives setup, cleanup and error messages; nil discards them.
 	Logger *slog.Logger
 }
+
+// IdleSpan is a span of wall-clock time in which a direction's bottleneck
+// had nothing to send (see Path.TakeIdle).
+type IdleSpan struct{ From, To time.Time }
 
 // Stats is a snapshot of a path's counters.
 type Stats struct {

@@ -45,6 +45,14 @@ func (v Verdict) String() string {
 	return "unknown"
 }
 
+// Idle is a span of time, as durations since the link started, in which
+// a link's serializer had nothing to send: its queue was empty.
+type Idle struct{ From, To time.Duration }
+
+// maxIdleSpans caps the idle spans a Link keeps between two calls of
+// TakeIdle; spans beyond it are counted, not kept.
+const maxIdleSpans = 1 << 16
+
 // Departure describes a packet leaving a Link.
 type Departure struct {
 	At      time.Duration // when it leaves: serialization done plus delay
@@ -95,6 +103,10 @@ type Link struct {
 	lastAt    time.Duration // departure time of the latest packet into line
 
 	maxBacklog int
+
+	idleFrom time.Duration // when the serializer last went idle; meaningful while the queue is empty
+	idle     []Idle        // idle spans ended since the last TakeIdle
+	idleLost int           // idle spans beyond maxIdleSpans since the last TakeIdle
 }
 
 // NewLink returns a Link for cfg. It returns an error wrapping ErrConfig if cfg
@@ -149,6 +161,7 @@ func (l *Link) Arrive(now time.Duration, size int) Verdict {
 	l.queue.Push(queued{size: size, arrived: now})
 	l.queued += size
 	if l.queue.Len() == 1 {
+		l.endIdle(now)
 		l.startFront(now)
 	}
 	l.maxBacklog = max(l.maxBacklog, l.backlog(now))
@@ -180,6 +193,35 @@ func (l *Link) Next() (time.Duration, bool) {
 		return l.steps[0].At, true
 	}
 	return max(l.headDone+l.delay, l.lastAt), true
+}
+
+// TakeIdle returns the spans of time up to now in which the serializer of
+// a rate-limited link had nothing to send, since the previous call (or
+// since the link started), in time order, and how many spans it could not
+// keep (more than maxIdleSpans between two calls). A span still open at now
+// is returned up to now, and continues from now in the next call. While
+// the rate is unlimited no span is recorded: the link is never busy.
+func (l *Link) TakeIdle(now time.Duration) (spans []Idle, lost int) {
+	now = l.advance(now)
+	if l.queue.Len() == 0 {
+		l.endIdle(now)
+		l.idleFrom = now
+	}
+	spans, lost = l.idle, l.idleLost
+	l.idle, l.idleLost = nil, 0
+	return spans, lost
+}
+
+// endIdle ends, at t, the idle span that began at idleFrom (the queue is
+// empty), keeping it if the link is rate-limited and the span not empty.
+func (l *Link) endIdle(t time.Duration) {
+	switch {
+	case l.rate == 0 || t <= l.idleFrom:
+	case len(l.idle) >= maxIdleSpans:
+		l.idleLost++
+	default:
+		l.idle = append(l.idle, Idle{From: l.idleFrom, To: t})
+	}
 }
 
 // Set changes the rate (0 means unlimited) and the one-way delay at time now.
@@ -287,6 +329,8 @@ func (l *Link) finishFront() {
 	l.lastAt = at
 	if l.queue.Len() > 0 {
 		l.startFront(l.headDone)
+	} else {
+		l.idleFrom = l.headDone
 	}
 }
 

@@ -543,3 +543,52 @@ func TestFifo(t *testing.T) {
 		t.Fatalf("popped %d elements, want 1000", next)
 	}
 }
+
+// TestLinkIdle checks the idle spans of the serializer in virtual time:
+// gaps before arrivals, none while a queue drains, the span open at the
+// time of the call, none on an unlimited link, and the cap.
+func TestLinkIdle(t *testing.T) {
+	l, err := NewLink(LinkConfig{Rate: rate.Mbps}) // 1500 B: 12 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []time.Duration{10 * ms, 30 * ms, 35 * ms} {
+		if v := l.Arrive(a, 1500); v != Accepted {
+			t.Fatalf("arrival at %v: %v", a, v)
+		}
+	}
+	spans, lost := l.TakeIdle(100 * ms)
+	want := []Idle{{0, 10 * ms}, {22 * ms, 30 * ms}, {54 * ms, 100 * ms}}
+	if !slices.Equal(spans, want) || lost != 0 {
+		t.Errorf("spans %v (lost %d), want %v", spans, lost, want)
+	}
+	if spans, _ = l.TakeIdle(120 * ms); !slices.Equal(spans, []Idle{{100 * ms, 120 * ms}}) {
+		t.Errorf("the open span continues from the last call: %v", spans)
+	}
+	l.Arrive(130*ms, 1500)
+	if spans, _ = l.TakeIdle(135 * ms); !slices.Equal(spans, []Idle{{120 * ms, 130 * ms}}) {
+		t.Errorf("busy at the call: %v", spans)
+	}
+	if spans, _ = l.TakeIdle(135 * ms); len(spans) != 0 {
+		t.Errorf("a second call at the same time: %v", spans)
+	}
+
+	free, _ := NewLink(LinkConfig{})
+	free.Arrive(10*ms, 1500)
+	free.Arrive(20*ms, 1500)
+	if spans, _ := free.TakeIdle(30 * ms); len(spans) != 0 {
+		t.Errorf("an unlimited link has idle spans %v", spans)
+	}
+
+	capped, _ := NewLink(LinkConfig{Rate: 100 * rate.Mbps}) // 1500 B: 120 µs
+	const n = maxIdleSpans + 10
+	for i := range n {
+		at := time.Duration(i+1) * ms
+		capped.Arrive(at, 1500)
+		capped.Depart(at) // what left, so that the link holds no more than a packet
+	}
+	spans, lost = capped.TakeIdle(time.Duration(n+1) * ms)
+	if len(spans) != maxIdleSpans || lost != n+1-maxIdleSpans {
+		t.Errorf("%d spans kept, %d lost; want %d and %d", len(spans), lost, maxIdleSpans, n+1-maxIdleSpans)
+	}
+}

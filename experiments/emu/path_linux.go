@@ -20,7 +20,9 @@ import (
 	"replenish/rate"
 )
 
-// tunName is the name of the TUN device in each of a path's namespaces.
+// tunName is the name of the TUN device in each namespace a path creates;
+// in a namespace it borrows (Config.SenderNS, ReceiverNS) the device is named after the
+// path's stem instead.
 const tunName = "emu0"
 
 // Socket buffer limits set in both namespaces (min, default, max bytes): the
@@ -40,11 +42,15 @@ const (
 type Path struct {
 	log  *slog.Logger
 	ns   [2]string     // namespace names, by Side
+	tun  [2]string     // TUN device names, by Side
 	addr [2]netip.Addr // TUN addresses, by Side
-	cc   string
-	mtu  int
-	wmem [2]string // net.ipv4.tcp_wmem, by Side
-	mv   *mover
+	// borrowed, by Side: the side is another's namespace
+	// (Config.SenderNS, ReceiverNS).
+	borrowed [2]bool
+	cc       string
+	mtu      int
+	wmem     [2]string // net.ipv4.tcp_wmem, by Side
+	mv       *mover
 
 	nsMu     sync.RWMutex // guards nsfd and nsClosed
 	nsfd     [2]int       // open namespace files, for Do
@@ -93,6 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 	p := &Path{
 		log:    cfg.Logger,
 		ns:     [2]string{stem + "-s", stem + "-r"},
+		tun:    [2]string{tunName, tunName},
 		addr:   [2]netip.Addr{netip.AddrFrom4([4]byte{10, r[0], r[1], 1}), netip.AddrFrom4([4]byte{10, r[0], r[1], 2})},
 		cc:     cfg.CC,
 		mtu:    cfg.MTU,
@@ -101,6 +108,12 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 		links:  links,
 		meters: [2]*meter{newMeter(cfg.Window), newMeter(cfg.Window)},
 		done:   make(chan struct{}),
+	}
+	for s, ns := range [2]string{cfg.SenderNS, cfg.ReceiverNS} {
+		if ns != "" {
+			p.ns[s], p.borrowed[s] = ns, true
+			p.tun[s] = fmt.Sprintf("emu%02x%02x%02x", r[0], r[1], r[2])
+		}
 	}
 	if err := p.build(ctx); err != nil {
 		return nil, err
@@ -135,6 +148,14 @@ func (cfg Config) resolve() (Config, [2]*Link, error) {
 	}
 	if cfg.CC == "" {
 		cfg.CC = "cubic"
+	}
+	for _, ns := range []string{cfg.SenderNS, cfg.ReceiverNS} {
+		if ns != "" && (strings.ContainsAny(ns, "/\x00") || ns == "." || ns == "..") {
+			return cfg, links, fmt.Errorf("%w: namespace %q", ErrConfig, ns)
+		}
+	}
+	if cfg.SenderNS != "" && cfg.SenderNS == cfg.ReceiverNS {
+		return cfg, links, fmt.Errorf("%w: both sides in namespace %q", ErrConfig, cfg.SenderNS)
 	}
 	if strings.ContainsAny(cfg.CC, "/. \t\n") {
 		return cfg, links, fmt.Errorf("%w: congestion control %q", ErrConfig, cfg.CC)
@@ -228,14 +249,17 @@ func describe(c LinkConfig) string {
 	return fmt.Sprintf("%s delay %v loss %g", r, c.Delay, c.Loss)
 }
 
-// setup creates and configures the namespace of one side and returns the
-// descriptor of its TUN device.
+// setup creates and configures the namespace of one side, or opens the
+// borrowed one, and returns the descriptor of its TUN device.
 func (p *Path) setup(ctx context.Context, s Side) (int, error) {
-	name := p.ns[s]
-	if err := ipCmd(ctx, "", "netns", "add", name); err != nil {
-		return -1, err
+	name, dev := p.ns[s], p.tun[s]
+	borrowed := p.borrowed[s]
+	if !borrowed {
+		if err := ipCmd(ctx, "", "netns", "add", name); err != nil {
+			return -1, err
+		}
+		p.created = append(p.created, name)
 	}
-	p.created = append(p.created, name)
 	nsfd, err := unix.Open(filepath.Join(netnsDir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("emu: open namespace %s: %w", name, err)
@@ -243,26 +267,17 @@ func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 	p.nsfd[s] = nsfd
 	tun := -1
 	err = inNetns(nsfd, func() error {
-		for _, kv := range [][2]string{
-			{"net.ipv6.conf.all.disable_ipv6", "1"}, // also sets default
-			{"net.ipv4.tcp_wmem", p.wmem[s]},
-			{"net.ipv4.tcp_rmem", tcpRmem},
-			{"net.ipv4.tcp_no_metrics_save", "1"},
-		} {
-			if err := writeSysctl(kv[0], kv[1]); err != nil {
+		if !borrowed {
+			if err := p.configure(s); err != nil {
 				return err
 			}
 		}
-		if err := writeSysctl("net.ipv4.tcp_congestion_control", p.cc); err != nil {
-			avail, _ := readSysctl("net.ipv4.tcp_available_congestion_control")
-			return fmt.Errorf("%w: %q (available: %s): %v", ErrCC, p.cc, avail, err)
-		}
-		fd, err := openTUN(tunName)
+		fd, err := openTUN(dev)
 		if err != nil {
 			return err
 		}
 		tun = fd
-		return writeSysctl("net.ipv6.conf."+tunName+".disable_ipv6", "1")
+		return writeSysctl("net.ipv6.conf."+dev+".disable_ipv6", "1")
 	})
 	if err != nil {
 		if tun >= 0 {
@@ -270,13 +285,37 @@ func (p *Path) setup(ctx context.Context, s Side) (int, error) {
 		}
 		return -1, fmt.Errorf("emu: namespace %s: %w", name, err)
 	}
-	batch := fmt.Sprintf("link set lo up\nlink set %s mtu %d txqueuelen 10000 up\naddr add %s peer %s dev %s\n",
-		tunName, p.mtu, p.addr[s], p.addr[1-s], tunName)
+	var batch string
+	if !borrowed {
+		batch = "link set lo up\n"
+	}
+	batch += fmt.Sprintf("link set %s mtu %d txqueuelen 10000 up\naddr add %s peer %s dev %s\n",
+		dev, p.mtu, p.addr[s], p.addr[1-s], dev)
 	if err := ipCmd(ctx, batch, "-n", name, "-batch", "-"); err != nil {
 		unix.Close(tun)
 		return -1, err
 	}
 	return tun, nil
+}
+
+// configure sets the sysctls of side s's new namespace, from inside it:
+// IPv6 off, the TCP buffers, metrics caching off, the congestion control.
+func (p *Path) configure(s Side) error {
+	for _, kv := range [][2]string{
+		{"net.ipv6.conf.all.disable_ipv6", "1"}, // also sets default
+		{"net.ipv4.tcp_wmem", p.wmem[s]},
+		{"net.ipv4.tcp_rmem", tcpRmem},
+		{"net.ipv4.tcp_no_metrics_save", "1"},
+	} {
+		if err := writeSysctl(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if err := writeSysctl("net.ipv4.tcp_congestion_control", p.cc); err != nil {
+		avail, _ := readSysctl("net.ipv4.tcp_available_congestion_control")
+		return fmt.Errorf("%w: %q (available: %s): %v", ErrCC, p.cc, avail, err)
+	}
+	return nil
 }
 
 // SenderNS returns the name of the sender side's network namespace, usable
@@ -382,6 +421,30 @@ func (p *Path) Stats() Stats {
 		ds.Total, ds.Window = p.meters[d].counters(now)
 	}
 	return st
+}
+
+// TakeIdle returns the spans of time in which the bottleneck of direction
+// d had nothing to send (its queue was empty), since the previous call or
+// since the path started, up to now, in time order and in wall-clock time;
+// and how many spans it could not keep between the two calls (see
+// Link.TakeIdle). A direction without a rate limit has none. A caller
+// that wants them all calls it every few seconds at most. It returns
+// nothing for an unknown direction or after Close.
+func (p *Path) TakeIdle(d Direction) (spans []IdleSpan, lost int) {
+	if d != Forward && d != Reverse {
+		return nil, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, 0
+	}
+	idle, lost := p.links[d].TakeIdle(p.mv.now())
+	spans = make([]IdleSpan, len(idle))
+	for i, s := range idle {
+		spans[i] = IdleSpan{From: p.mv.base.Add(s.From), To: p.mv.base.Add(s.To)}
+	}
+	return spans, lost
 }
 
 // Close stops the mover, closes the TUN devices and removes both namespaces.

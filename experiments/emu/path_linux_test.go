@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -493,6 +494,7 @@ func TestStartConfigErrors(t *testing.T) {
 		{"MTU too large", Config{MTU: 9000}, ErrConfig},
 		{"negative send buffer", Config{SendBuffer: -1}, ErrConfig},
 		{"send buffer too large", Config{SendBuffer: 2 << 30}, ErrConfig},
+		{"sender namespace with a slash", Config{SenderNS: "../x"}, ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -911,5 +913,185 @@ func TestMTU(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUDPFlow sends UDP across a path as a QUIC or WebRTC sender would and
+// checks that the bottleneck treats it as it treats TCP: at half the rate,
+// the one-way delay is the propagation delay plus one packet's
+// serialization and the bottleneck sits idle half the time (TakeIdle);
+// above the rate, the delivered rate is the bottleneck's and the one-way
+// delay is bounded by the queue.
+func TestUDPFlow(t *testing.T) {
+	needRoot(t)
+	const r, delay, queue = 4 * rate.Mbps, 20 * ms, 50 * ms
+	p := startPath(t, Config{Forward: LinkConfig{Rate: r, Delay: delay, QueueTime: queue}, Reverse: LinkConfig{Delay: delay}})
+	recv, send := listenUDP(t, p, Receiver), listenUDP(t, p, Sender)
+	k := collect(recv)
+	p.TakeIdle(Forward) // the idle time before the flow
+	start := time.Now()
+	blast(t, send, p.ReceiverAddr(), port(recv), MTU, r/2, 1500*ms, 0)
+	halfEnd := time.Now()
+	time.Sleep(delay + 100*ms)
+	spans, lost := p.TakeIdle(Forward)
+	blast(t, send, p.ReceiverAddr(), port(recv), MTU, r.Scale(1.5), 1500*ms, 0)
+	fullEnd := time.Now()
+	time.Sleep(delay + queue + 100*ms)
+	got := k.stop()
+
+	var idle time.Duration
+	for _, s := range spans {
+		from, to := s.From, s.To
+		if from.Before(start) {
+			from = start
+		}
+		if to.After(halfEnd) {
+			to = halfEnd
+		}
+		idle += max(to.Sub(from), 0)
+	}
+	share := idle.Seconds() / halfEnd.Sub(start).Seconds()
+	var half, full []time.Duration
+	for _, d := range got {
+		switch {
+		case d.sent.Before(halfEnd):
+			half = append(half, d.at.Sub(d.sent))
+		case d.sent.After(fullEnd.Add(-750 * ms)):
+			full = append(full, d.at.Sub(d.sent))
+		}
+	}
+	if len(half) < 100 || len(full) < 100 {
+		t.Fatalf("%d and %d datagrams in the two phases", len(half), len(full))
+	}
+	st := p.Stats().Forward
+	loaded, _ := rateBetween(got, halfEnd.Add(500*ms), fullEnd)
+	t.Logf("half rate: one-way p50 %v, idle %.1f%% (%d spans, %d lost); above the rate: %.4f Mb/s, one-way p50 %v, drops %d",
+		median(half), 100*share, len(spans), lost, loaded/1e6, median(full), st.Total.Drops)
+	if want := delay + r.Duration(MTU); median(half)-want < -ms || median(half)-want > ms {
+		t.Errorf("one-way delay at half the rate %v, want %v ± 1ms", median(half), want)
+	}
+	if share < 0.45 || share > 0.55 || lost != 0 {
+		t.Errorf("idle %.1f%% of the time at half the rate (%d spans lost), want 50%% ± 5%%", 100*share, lost)
+	}
+	if off := loaded/float64(r) - 1; off < -0.02 || off > 0.02 {
+		t.Errorf("delivered %.0f b/s above the rate, want %d ± 2%%", loaded, r)
+	}
+	limit := st.QueueLimit
+	lo, hi := delay+r.Duration(limit-MTU), delay+r.Duration(limit)
+	if m := median(full); m < lo-ms || m > hi+ms || st.Total.Drops == 0 {
+		t.Errorf("one-way delay with the queue full %v (drops %d), want %v..%v ± 1ms", m, st.Total.Drops, lo, hi)
+	}
+}
+
+// TestSecondPathFromANamespace checks a path whose sender side is another
+// path's receiver namespace: a process there reaches both paths' far
+// sides; the second path carries (and shapes) what goes across it; and
+// its Close removes its device but leaves the borrowed namespace, and the
+// first path, working.
+func TestSecondPathFromANamespace(t *testing.T) {
+	needRoot(t)
+	first := startPath(t, Config{})
+	second, err := Start(context.Background(), Config{SenderNS: first.ReceiverNS(), Forward: LinkConfig{Rate: 10 * rate.Mbps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if second.SenderNS() != first.ReceiverNS() || second.SenderAddr() == first.ReceiverAddr() {
+		t.Fatalf("second path: sender %s at %v; first's receiver %s at %v", second.SenderNS(), second.SenderAddr(), first.ReceiverNS(), first.ReceiverAddr())
+	}
+	fetch := serveBytes(t, first, Receiver, 100_000)
+	before := second.Stats().Forward.Total.Bytes
+	if n, err := fetch(second, Receiver, second.SenderAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the second path: %d bytes, %v", n, err)
+	}
+	if moved := second.Stats().Forward.Total.Bytes - before; moved < 100_000 {
+		t.Errorf("the second path moved %d bytes forward, want the 100000 sent across it", moved)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path: %d bytes, %v", n, err)
+	}
+	dev := second.tun[Sender]
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !nsExists(first.ReceiverNS()) {
+		t.Fatal("closing the second path removed the namespace it borrowed")
+	}
+	var links []net.Interface
+	first.Do(Receiver, func() (err error) { links, err = net.Interfaces(); return err })
+	if slices.ContainsFunc(links, func(i net.Interface) bool { return i.Name == dev }) {
+		t.Errorf("device %s still in the borrowed namespace after Close", dev)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path after the second closed: %d bytes, %v", n, err)
+	}
+}
+
+// serveBytes listens on every address of side s of p (port chosen) and
+// writes n bytes to each connection; it returns a function that dials it
+// from side s2 of path p2 at addr and returns the bytes read.
+func serveBytes(t *testing.T, p *Path, s Side, n int) func(p2 *Path, s2 Side, addr netip.Addr) (int64, error) {
+	t.Helper()
+	var ln net.Listener
+	if err := p.Do(s, func() (err error) { ln, err = net.Listen("tcp4", "0.0.0.0:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lport := ln.Addr().(*net.TCPAddr).Port
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); c.Write(make([]byte, n)) }()
+		}
+	}()
+	return func(p2 *Path, s2 Side, addr netip.Addr) (int64, error) {
+		var c net.Conn
+		if err := p2.Do(s2, func() (err error) {
+			c, err = net.DialTimeout("tcp4", netip.AddrPortFrom(addr, uint16(lport)).String(), 5*time.Second)
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		return io.Copy(io.Discard, c)
+	}
+}
+
+// TestPathsIntoOneNamespace checks a path whose receiver side is another
+// path's receiver namespace: one listener there serves senders across
+// both paths, each path carrying its own sender's traffic; closing the
+// second leaves the first working.
+func TestPathsIntoOneNamespace(t *testing.T) {
+	needRoot(t)
+	first := startPath(t, Config{})
+	second, err := Start(context.Background(), Config{ReceiverNS: first.ReceiverNS(), Reverse: LinkConfig{Rate: 10 * rate.Mbps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if second.ReceiverNS() != first.ReceiverNS() || second.SenderNS() == first.SenderNS() || second.ReceiverAddr() == first.ReceiverAddr() {
+		t.Fatalf("second path %s -> %s at %v; first %s -> %s at %v", second.SenderNS(), second.ReceiverNS(), second.ReceiverAddr(),
+			first.SenderNS(), first.ReceiverNS(), first.ReceiverAddr())
+	}
+	fetch := serveBytes(t, first, Receiver, 100_000)
+	before := second.Stats().Reverse.Total.Bytes
+	if n, err := fetch(second, Sender, second.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the second path: %d bytes, %v", n, err)
+	}
+	if moved := second.Stats().Reverse.Total.Bytes - before; moved < 100_000 {
+		t.Errorf("the second path moved %d bytes, want the 100000 sent across it", moved)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path: %d bytes, %v", n, err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fetch(first, Sender, first.ReceiverAddr()); err != nil || n != 100_000 {
+		t.Fatalf("across the first path after the second closed: %d bytes, %v", n, err)
 	}
 }

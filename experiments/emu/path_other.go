@@ -53,6 +53,9 @@ func (p *Path) ResetTotals() {}
 // Stats returns zero counters.
 func (p *Path) Stats() Stats { return Stats{} }
 
+// TakeIdle returns nothing.
+func (p *Path) TakeIdle(d Direction) ([]IdleSpan, int) { return nil, 0 }
+
 // Close returns nil.
 func (p *Path) Close() error { return nil }
 

@@ -32,9 +32,28 @@ type Config struct {
 	MaxSize  media.Size     // zero means 640x360
 	FPS      int            // zero means 30
 	Mode     transport.Mode // the zero value is replenish with the default replenish time
-	Logger   *slog.Logger
+	// Transport is "tcp" (the zero value), "quic" or "webrtc".
+	Transport string
+	Logger    *slog.Logger
 	// Progress, if set, is told when the measured window starts.
 	Progress func(pageURL string)
+}
+
+// modeText is the mode as the viewer shows it: "gcc" for WebRTC, whose
+// rate pion's congestion control sets.
+func modeText(cfg Config) string {
+	if cfg.Transport == "webrtc" {
+		return "gcc"
+	}
+	return cfg.Mode.String()
+}
+
+// transportName returns t, or "tcp" for the zero value.
+func transportName(t string) string {
+	if t == "" {
+		return "tcp"
+	}
+	return t
 }
 
 // summarize returns the distribution of v (ms, sorted in place) to the
@@ -43,6 +62,7 @@ func summarize(v []float64) metrics.Percentiles { return metrics.Summarize(v).Ro
 
 // Result is what Run measured over the window.
 type Result struct {
+	Transport         string              `json:"transport"`
 	Mode              string              `json:"mode"`
 	Size              string              `json:"max_res"`
 	FPS               int                 `json:"fps"`
@@ -103,7 +123,7 @@ func (c *collector) result(cfg Config) *Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	res := &Result{
-		Mode: cfg.Mode.String(), Size: cfg.MaxSize.String(), FPS: cfg.FPS,
+		Mode: modeText(cfg), Transport: transportName(cfg.Transport), Size: cfg.MaxSize.String(), FPS: cfg.FPS,
 		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
 		FramesReceived: c.received, FramesDisplayed: c.displayed, Misreads: c.misread,
 		DisplayedFPS: float64(c.displayed) / cfg.Duration.Seconds(),
@@ -140,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("loopback: negative duration")
 	}
 	var col collector
-	rg, err := rig.Start(ctx, rig.Config{Name: "loopback", Mode: cfg.Mode, MaxSize: cfg.MaxSize, FPS: cfg.FPS, OnRecord: col.record, Logger: cfg.Logger,
+	rg, err := rig.Start(ctx, rig.Config{Name: "loopback", Transport: cfg.Transport, Mode: cfg.Mode, MaxSize: cfg.MaxSize, FPS: cfg.FPS, OnRecord: col.record, Logger: cfg.Logger,
 		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)})
 	if err != nil {
 		return nil, err
@@ -214,7 +234,7 @@ func (r *Result) Met() bool {
 // WriteText writes r for a person, a line per figure.
 func (r *Result) WriteText(w io.Writer) {
 	met := map[bool]string{true: "met", false: "NOT met"}[r.Met()]
-	fmt.Fprintf(w, "loopback %s at %s, %d fps: %.0f s measured after %.0f s warm-up\n", r.Mode, r.Size, r.FPS, r.DurationS, r.WarmupS)
+	fmt.Fprintf(w, "loopback %s %s at %s, %d fps: %.0f s measured after %.0f s warm-up\n", r.Transport, r.Mode, r.Size, r.FPS, r.DurationS, r.WarmupS)
 	fmt.Fprintf(w, "  frames received %d, displayed %d (%.1f fps), misreads %d (%.2f%%)\n", r.FramesReceived, r.FramesDisplayed, r.DisplayedFPS, r.Misreads, r.MisreadPct)
 	fmt.Fprintf(w, "  glass-to-glass        p50 %6.1f  p95 %6.1f  p99 %6.1f ms  (targets p50 <= %d, p95 <= %d, misreads < %d%%: %s)\n",
 		r.G2G.P50, r.G2G.P95, r.G2G.P99, TargetP50, TargetP95, TargetMisread, met)

@@ -43,13 +43,13 @@ func TestWriteText(t *testing.T) {
 	p := func(p50, p95, p99 float64) metrics.Percentiles {
 		return metrics.Percentiles{N: 600, P50: p50, P95: p95, P99: p99, Max: p99, Figures: metrics.All}
 	}
-	r := &Result{Mode: "replenish=15ms", Size: "640x360", FPS: 30, WarmupS: 5, DurationS: 20, FramesReceived: 600, FramesDisplayed: 600,
+	r := &Result{Transport: "tcp", Mode: "replenish=15ms", Size: "640x360", FPS: 30, WarmupS: 5, DurationS: 20, FramesReceived: 600, FramesDisplayed: 600,
 		DisplayedFPS: 30, G2G: p(11.2, 17.6, 22.3), CaptureToReceived: p(4.2, 6.4, 8.5), Decode: p(2, 2.8, 3), Draw: p(2.5, 7.8, 9),
 		SourceDelay: metrics.Percentiles{N: 600, P50: 0.03, P95: 0.08, Figures: metrics.Count | metrics.P50 | metrics.P95}}
 	var b bytes.Buffer
 	r.WriteText(&b)
 	for _, want := range []string{
-		"loopback replenish=15ms at 640x360, 30 fps: 20 s measured after 5 s warm-up\n",
+		"loopback tcp replenish=15ms at 640x360, 30 fps: 20 s measured after 5 s warm-up\n",
 		"  frames received 600, displayed 600 (30.0 fps), misreads 0 (0.00%)\n",
 		"  glass-to-glass        p50   11.2  p95   17.6  p99   22.3 ms  (targets p50 <= 50, p95 <= 100, misreads < 1%: met)\n",
 		"  sender source delay   p50   0.03  p95   0.08 ms\n",

@@ -40,6 +40,13 @@ type Proc struct {
 // goroutine of its own. name names it in errors. The process is killed if
 // this one dies.
 func Start(ns, name string, argv []string, logPath string, onLine func(string)) (*Proc, error) {
+	return StartEnv(ns, name, argv, nil, logPath, onLine)
+}
+
+// StartEnv is Start with env ("KEY=value") added to the environment the
+// child inherits, overriding inherited values of the same keys: for what
+// should not appear on a command line, such as a token.
+func StartEnv(ns, name string, argv, env []string, logPath string, onLine func(string)) (*Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -49,7 +56,7 @@ func Start(ns, name string, argv []string, logPath string, onLine func(string)) 
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	cmd.Env = append(append(os.Environ(), ChildEnv+"=1"), env...)
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +41,7 @@ type figure struct {
 // runExtra is what Build adds to a run for the report.
 type runExtra struct {
 	SourceDelay, C2R, G2G cdfCurve // measured window
+	C2RTime               series   // capture to received over the whole run, sorted and decimated
 	Plot                  *figure  // time series, if any
 	Lines, Malformed      int
 }
@@ -106,6 +108,10 @@ func build(dir string, log *slog.Logger, now time.Time) error {
 
 	colors := modeColors(runs)
 	tabs := tables(runs)
+	overview, err := overviewFigures(dir, runs, &names)
+	if err != nil {
+		return err
+	}
 	scenarioFigs := make([][]figure, len(tabs))
 	for i, t := range tabs {
 		figs, err := scenarioPlots(dir, t, extras, colors, &names)
@@ -126,7 +132,7 @@ func build(dir string, log *slog.Logger, now time.Time) error {
 	if err := writeFile(filepath.Join(dir, summaryMD), []byte(md)); err != nil {
 		return err
 	}
-	page, err := renderIndex(now, runs, tabs, scenarioFigs, extras)
+	page, err := renderIndex(now, runs, tabs, overview, scenarioFigs, extras)
 	if err != nil {
 		return err
 	}
@@ -164,6 +170,7 @@ func buildRun(dir, runDir string, r *Run, names *fileNamer, log *slog.Logger) (*
 	}
 	fillFromRecords(r, rs)
 	x.SourceDelay, x.C2R, x.G2G = newCDF(rs.SourceDelay), newCDF(rs.C2R), newCDF(rs.G2G)
+	x.C2RTime.X, x.C2RTime.Y = sortedSeries(rs.Series[tsC2R])
 
 	panels, err := timeSeriesPlots(*r, rs)
 	if err != nil {
@@ -199,7 +206,7 @@ func scenarioPlots(dir string, t table, extras map[string]*runExtra, colors map[
 		var curves []curve
 		for i, r := range t.Runs {
 			c := k.pick(extras[r.ID])
-			col, dash := style(colors[r.Mode])
+			col, dash := style(colors[colorKey(r)])
 			curves = append(curves, curve{Label: t.Labels[i], Color: col, Dashes: dash, X: c.X, Y: c.Y})
 		}
 		p, err := cdfPlot(t.Title+"\n"+k.quantity+", measured window", k.quantity, curves)
@@ -222,24 +229,56 @@ func scenarioPlots(dir string, t table, extras map[string]*runExtra, colors map[
 		}
 		figs = append(figs, fig)
 	}
-	return figs, nil
+	fig, err := c2rTimeFigure(dir, t, extras, colors, names)
+	if err != nil || fig == nil {
+		return figs, err
+	}
+	return append(figs, *fig), nil
 }
 
-// modeColors numbers the distinct modes of runs in mode order, so that a mode
-// has the same colour in every plot.
+// c2rTimeFigure draws a table's capture to received over time (c2rTimePlot)
+// into dir; nil when the table has none.
+func c2rTimeFigure(dir string, t table, extras map[string]*runExtra, colors map[string]int, names *fileNamer) (*figure, error) {
+	p, err := c2rTimePlot(t, extras, colors)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	svg, err := renderSVG([]*plot.Plot{p}, 8*vg.Inch, 4.2*vg.Inch)
+	if err != nil {
+		return nil, err
+	}
+	fig := figure{File: names.file(slug(t.Title) + "-capture-to-received-over-time"),
+		Caption: "Capture to received of each frame over time, one curve per run (transport and mode; log scale)."}
+	return &fig, writeFile(filepath.Join(dir, filepath.FromSlash(fig.File)), svg)
+}
+
+// modeColors numbers the distinct transports and modes of runs (colorKey)
+// in report order, so that a mode over a transport has the same colour in
+// every plot.
 func modeColors(runs []Run) map[string]int {
-	var modes []string
+	var keys []Run
 	for _, r := range runs {
-		if !slices.Contains(modes, r.Mode) {
-			modes = append(modes, r.Mode)
+		if !slices.ContainsFunc(keys, func(k Run) bool { return colorKey(k) == colorKey(r) }) {
+			keys = append(keys, r)
 		}
 	}
-	slices.SortFunc(modes, compareModes)
-	out := make(map[string]int, len(modes))
-	for i, m := range modes {
-		out[m] = i
+	slices.SortFunc(keys, func(a, b Run) int {
+		return cmp.Or(compareTransports(a.Transport, b.Transport), compareModes(a.Mode, b.Mode))
+	})
+	out := make(map[string]int, len(keys))
+	for i, k := range keys {
+		out[colorKey(k)] = i
 	}
 	return out
+}
+
+// colorKey is what a run's colour follows: its mode, and its transport
+// unless TCP.
+func colorKey(r Run) string {
+	if t := transportName(r); t != "tcp" {
+		return t + " " + r.Mode
+	}
+	return r.Mode
 }
 
 // fileNamer hands out unique SVG file names under plots/.

@@ -130,6 +130,7 @@ func TestBuild(t *testing.T) {
 		"video-2-mb-s-172-ms-rtt-200-ms-queue-source-delay.svg",
 		"video-2-mb-s-172-ms-rtt-200-ms-queue-capture-to-received.svg",
 		"video-2-mb-s-172-ms-rtt-200-ms-queue-g2g.svg",
+		"video-2-mb-s-172-ms-rtt-200-ms-queue-capture-to-received-over-time.svg",
 		"sparse-source-delay.svg",
 		"malformed-lines-source-delay.svg",
 		"run-2mbit-172ms-bulk-default.svg", "run-2mbit-172ms-bulk-lowat-165000.svg", "run-2mbit-172ms-bulk-replenish-15ms.svg",

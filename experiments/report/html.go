@@ -12,6 +12,7 @@ import (
 type pageData struct {
 	Generated string
 	Runs      int
+	Overview  []figure // plots across all runs
 	Sections  []section
 }
 
@@ -29,8 +30,8 @@ type runView struct {
 	Plot   *figure
 }
 
-func renderIndex(now time.Time, runs []Run, tabs []table, figs [][]figure, extras map[string]*runExtra) ([]byte, error) {
-	d := pageData{Generated: now.UTC().Format(time.RFC3339), Runs: len(runs)}
+func renderIndex(now time.Time, runs []Run, tabs []table, overview []figure, figs [][]figure, extras map[string]*runExtra) ([]byte, error) {
+	d := pageData{Generated: now.UTC().Format(time.RFC3339), Runs: len(runs), Overview: overview}
 	ids := map[string]bool{}
 	for i, t := range tabs {
 		id := "s-" + slug(t.Title)
@@ -58,6 +59,7 @@ func params(r Run, x *runExtra) [][2]string {
 		{"id", r.ID},
 		{"mode", r.Mode},
 		{"transport", r.Transport},
+		{"schedule", r.Schedule},
 		{"congestion control", r.CC},
 		{"workload", r.Workload},
 		{"bottleneck", fmtBps(float64(r.RateBps))},
@@ -112,6 +114,14 @@ dd { margin: 0; }
 <li><a href="#{{.ID}}">{{.Table.Title}}</a></li>
 {{- end}}
 </ul>
+{{- with .Overview}}
+<section id="overview">
+<h2>Across runs</h2>
+{{- range .}}
+<figure><a href="{{.File}}"><img src="{{.File}}" alt="{{.Caption}}"></a><figcaption>{{.Caption}}</figcaption></figure>
+{{- end}}
+</section>
+{{- end}}
 {{- range .Sections}}
 {{- $num := .Table.Numeric}}
 <section id="{{.ID}}">

@@ -115,10 +115,11 @@ func readRun(path string) (Run, error) {
 	return r, nil
 }
 
-// SortRuns sorts runs into report order: by scenario, then by mode (default,
-// then lowat=... by increasing size, then replenish=... by increasing time,
-// then any other mode; a variant such as "+nagle" follows its base mode),
-// then by ID.
+// SortRuns sorts runs into report order: by scenario, then by transport
+// (tcp, quic, webrtc, then any other), then by mode (default, then
+// lowat=... by increasing size, then replenish=... by increasing time, then
+// any other mode; a variant such as "+nagle" follows its base mode), then
+// by ID.
 func SortRuns(runs []Run) {
 	slices.SortStableFunc(runs, compareRuns)
 }
@@ -126,9 +127,27 @@ func SortRuns(runs []Run) {
 func compareRuns(a, b Run) int {
 	return cmp.Or(
 		strings.Compare(a.Scenario, b.Scenario),
+		compareTransports(a.Transport, b.Transport),
 		compareModes(a.Mode, b.Mode),
 		strings.Compare(a.ID, b.ID),
 	)
+}
+
+// transportOrder is the report order of the transports; "" is TCP.
+var transportOrder = []string{"tcp", "quic", "webrtc"}
+
+func transportRank(t string) int {
+	if t == "" {
+		t = "tcp"
+	}
+	if i := slices.Index(transportOrder, t); i >= 0 {
+		return i
+	}
+	return len(transportOrder)
+}
+
+func compareTransports(a, b string) int {
+	return cmp.Or(cmp.Compare(transportRank(a), transportRank(b)), strings.Compare(a, b))
 }
 
 // Mode kinds in report order.

@@ -155,14 +155,33 @@ func cdfPoints(sorted []float64) (xs, ys []float64) {
 	return xs, ys
 }
 
-// msLogTicks marks a logarithmic axis in milliseconds: labelled decades
-// ("1 ms", "100 ms", "10 s") and unlabelled steps between them.
-type msLogTicks struct{}
+// logTicks marks a logarithmic axis: a tick at each of 1 to 9 times every
+// power of ten between its ends, labelled where label, given the value
+// and its multiple of the decade, returns text.
+type logTicks func(v float64, mult int) string
 
-var _ plot.Ticker = msLogTicks{}
+var _ plot.Ticker = logTicks(nil)
+
+// msLogTicks labels the decades of an axis in milliseconds ("1 ms",
+// "100 ms", "10 s"); bpsLogTicks the 1, 2 and 5 steps of a rate axis
+// ("100 kb/s", "2 Mb/s").
+var (
+	msLogTicks logTicks = func(v float64, mult int) string {
+		if mult != 1 {
+			return ""
+		}
+		return decadeLabel(v)
+	}
+	bpsLogTicks logTicks = func(v float64, mult int) string {
+		if mult != 1 && mult != 2 && mult != 5 {
+			return ""
+		}
+		return rateLabel(v)
+	}
+)
 
 // Ticks returns the ticks between lo and hi, which must be positive.
-func (msLogTicks) Ticks(lo, hi float64) []plot.Tick {
+func (label logTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
 	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
 		d := math.Pow10(int(e))
@@ -171,11 +190,7 @@ func (msLogTicks) Ticks(lo, hi float64) []plot.Tick {
 			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
 				continue
 			}
-			t := plot.Tick{Value: v}
-			if i == 1 {
-				t.Label = decadeLabel(d)
-			}
-			ticks = append(ticks, t)
+			ticks = append(ticks, plot.Tick{Value: v, Label: label(v, i)})
 		}
 	}
 	return ticks
@@ -210,7 +225,7 @@ func cdfPlot(title, quantity string, curves []curve) (*plot.Plot, error) {
 		return nil, err
 	}
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = msLogTicks{}
+	p.X.Tick.Marker = msLogTicks
 	p.X.Min = math.Pow10(int(math.Floor(math.Log10(lo))))
 	p.X.Max = math.Pow10(int(math.Ceil(math.Log10(hi))))
 	if p.X.Max <= p.X.Min {

@@ -104,7 +104,7 @@ func TestMsLogTicks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var labels []string
 			n := 0
-			for _, tk := range (msLogTicks{}).Ticks(tc.lo, tc.hi) {
+			for _, tk := range msLogTicks.Ticks(tc.lo, tc.hi) {
 				if tk.Value < tc.lo*0.999 || tk.Value > tc.hi*1.001 {
 					t.Errorf("tick %v outside [%v, %v]", tk.Value, tc.lo, tc.hi)
 				}
@@ -240,5 +240,18 @@ func TestCDFPlot(t *testing.T) {
 
 	if p, err := cdfPlot("t", "q", []curve{{Label: "none"}}); p != nil || err != nil {
 		t.Errorf("plot without data: %v, %v; want nil, nil", p, err)
+	}
+}
+
+func TestRateTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range bpsLogTicks.Ticks(100e3, 20e6) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	want := []string{"100 kb/s", "200 kb/s", "500 kb/s", "1 Mb/s", "2 Mb/s", "5 Mb/s", "10 Mb/s", "20 Mb/s"}
+	if !slices.Equal(labels, want) {
+		t.Errorf("labels %q, want %q", labels, want)
 	}
 }

@@ -1,6 +1,8 @@
 // Package report turns a results directory written by the experiments runner
 // into the published comparison: summary.json, one Markdown table per
-// scenario (summary.md), SVG plots and a self-contained index.html.
+// scenario (summary.md: a path, its runs side by side by transport and
+// mode), SVG plots (per table and across runs) and a self-contained
+// index.html.
 //
 // A results directory holds one subdirectory per run:
 //
@@ -49,10 +51,10 @@ type Run struct {
 	// "bulk 64 KiB, 2 Mb/s, 172 ms RTT, 200 ms queue".
 	Scenario string `json:"scenario"`
 	// Mode is the send-buffer policy: "default", "lowat=BYTES",
-	// "replenish=DURATION", each optionally followed by "+nagle", then
-	// "+nosubmss".
+	// "replenish=DURATION", "expire=DURATION" (QUIC), each optionally
+	// followed by "+nagle", then "+nosubmss"; "gcc" for WebRTC.
 	Mode      string `json:"mode"`
-	Transport string `json:"transport"` // "tcp"
+	Transport string `json:"transport"` // "tcp", "quic" or "webrtc"
 	Workload  string `json:"workload"`  // "bulk=65536", "video"
 	CC        string `json:"cc"`        // congestion control, e.g. "cubic"
 
@@ -62,6 +64,9 @@ type Run struct {
 	Loss      float64 `json:"loss"`       // random loss probability, 0..1
 	DurationS float64 `json:"duration_s"` // measured window, after warm-up
 	WarmupS   float64 `json:"warmup_s"`   // warm-up before the measured window
+	// Schedule is the path's rate and RTT steps after the start, as
+	// --schedule gives them ("20s=1mbit,30s=/80ms"); absent without.
+	Schedule string `json:"schedule,omitempty"`
 
 	SourceDelayMs       metrics.Percentiles            `json:"source_delay_ms"`
 	G2GMs               *metrics.Percentiles           `json:"g2g_ms,omitempty"`                 // video with a browser
@@ -81,7 +86,80 @@ type Run struct {
 	Writes            int                 `json:"writes,omitempty"`
 	Frames            int                 `json:"frames,omitempty"`
 
+	// Video, every transport (absent in results written before them).
+	Freezes     *Freezes `json:"freezes,omitempty"`     // gaps over FreezeMs between frames received
+	FramesLost  *int     `json:"frames_lost,omitempty"` // the viewer's "lost" frames (reset streams, gaps) in the window
+	Undecodable *int     `json:"undecodable,omitempty"` // frames received in the window that depended on a lost one
+	Expiry      *Expiry  `json:"expiry,omitempty"`      // QUIC's expire mode
+	// DrainRatio is the drain estimate over the bottleneck rate, over the
+	// frames whose estimate came from path-limited windows: p50, p95, n.
+	DrainRatio *metrics.Percentiles `json:"drain_ratio,omitempty"`
+	// IdleFraction is the share of the window the bottleneck sat idle
+	// while the sender had raw frames waiting to be invited.
+	IdleFraction *float64           `json:"idle_fraction,omitempty"`
+	RungFraction map[string]float64 `json:"rung_fraction,omitempty"` // share of the window's frames at each resolution ("640x360")
+	// FloorMs is the one-way delay plus the median frame's serialization
+	// at the bottleneck plus the median encode, on the path as it is at
+	// the window's start.
+	FloorMs *float64 `json:"floor_ms,omitempty"`
+	// RecoveryS has, for each step of Schedule, the seconds until the run
+	// recovered from it, null when it did not within the window (see
+	// experiments/README.md for the criteria).
+	RecoveryS []*float64 `json:"recovery_s,omitempty"`
+
+	// Page is the page's own leg (--page-rate) and what the page behind
+	// it displayed in the window; absent without one.
+	Page *PageLeg `json:"page,omitempty"`
+
 	Notes []string `json:"notes,omitempty"` // e.g. "goodput still converging"
+}
+
+// PageLeg describes a video run's page leg, the emulated path between the
+// viewer and its page, and what the page displayed in the measured window
+// (by the time it displayed them).
+type PageLeg struct {
+	Mode     string  `json:"mode"`     // the viewer's policy toward the page: "replenish=15ms", "default"
+	RateBps  int64   `json:"rate_bps"` // the leg's bottleneck rate at the start
+	RTTMs    float64 `json:"rtt_ms"`
+	QueueMs  float64 `json:"queue_ms"`
+	Schedule string  `json:"schedule,omitempty"` // the leg's steps, as --page-schedule gives them
+	// OneWayMs is the leg's one-way delay toward the page at the start.
+	OneWayMs float64 `json:"one_way_ms"`
+	// QueueDelayMs is the queueing delay at the leg's bottleneck, toward
+	// the page, in the window; Drops its drop-tail refusals there.
+	QueueDelayMs metrics.Percentiles `json:"queue_delay_ms"`
+	Drops        int64               `json:"drops"`
+	// G2GMs is glass to glass of the frames displayed in the window.
+	G2GMs metrics.Percentiles `json:"g2g_ms"`
+	// FPS is the frames displayed per second, and LayerFPS the same by
+	// temporal layer (TID 0 to 3; keyframes and a stream without layers
+	// in 0).
+	FPS      float64    `json:"fps"`
+	LayerFPS [4]float64 `json:"layer_fps"`
+	Misreads int        `json:"misreads"` // displayed frames whose timestamp did not read
+}
+
+// FreezeMs is the shortest gap between two frames received that counts as
+// a freeze.
+const FreezeMs = 200
+
+// Freezes counts the gaps over FreezeMs between consecutive decodable
+// frames the viewer received, within the measured window, and sums their
+// lengths (within the window).
+type Freezes struct {
+	Count   int     `json:"count"`
+	TotalMs float64 `json:"total_ms"`
+}
+
+// Expiry is what QUIC's expire mode did over the whole run (the
+// connections' totals, warm-up included): frames dropped before any byte
+// was sent, frames whose stream was reset part way, the bytes sent for
+// those, and those bytes' share of all bytes written.
+type Expiry struct {
+	Dropped    uint64  `json:"dropped"`
+	Reset      uint64  `json:"reset"`
+	BytesReset uint64  `json:"bytes_reset"`
+	Waste      float64 `json:"waste"`
 }
 
 // runAlias has Run's fields without its methods.

@@ -18,7 +18,7 @@ type table struct {
 	Numeric    []bool   // per column: right-aligned
 	Rows       [][]string
 	Runs       []Run    // one per row
-	Labels     []string // one per row: the mode, made unique within the table
+	Labels     []string // one per row: the mode (with its transport when the table has several), made unique within the table
 	Ratios     []string // sentences comparing default with replenish
 	Notes      []string // "label: note"
 }
@@ -82,6 +82,25 @@ var columns = []column{
 		}
 		return fmtPair(r.G2GMs.P50, r.G2GMs.P95)
 	}},
+	{"page g2g p50 / p95", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
+		if r.Page == nil {
+			return missing
+		}
+		return fmtPair(r.Page.G2GMs.P50, r.Page.G2GMs.P95)
+	}},
+	{"page leg queue p50 / p95", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
+		if r.Page == nil {
+			return missing
+		}
+		return fmtPair(r.Page.QueueDelayMs.P50, r.Page.QueueDelayMs.P95)
+	}},
+	{"page fps (TL0 · TL1 · TL2)", true, anyRun(func(r Run) bool { return r.Page != nil }), func(r Run) string {
+		if r.Page == nil {
+			return missing
+		}
+		l := r.Page.LayerFPS
+		return fmt.Sprintf("%.1f (%.1f · %.1f · %.1f)", r.Page.FPS, l[0], l[1], l[2])
+	}},
 }
 
 // partOrder is the order of the known latency parts; others follow by name.
@@ -132,7 +151,7 @@ func buildTable(runs []Run) table {
 	t.Labels = labels(runs)
 
 	var cols []column
-	for _, c := range columns {
+	for _, c := range append(slices.Clip(columns), sweepColumns...) {
 		if c.shown(runs) {
 			cols = append(cols, c)
 		}
@@ -170,29 +189,48 @@ func buildTable(runs []Run) table {
 	return t
 }
 
-// labels names each run by its mode, adding the run ID where a mode repeats
-// within the table.
+// labels names each run by its mode, prefixed with its transport when the
+// runs have more than one ("tcp replenish=15ms", "webrtc gcc"), adding the
+// run ID where a name repeats within the table.
 func labels(runs []Run) []string {
+	several := slices.ContainsFunc(runs, func(r Run) bool { return transportRank(r.Transport) != transportRank(runs[0].Transport) })
+	names := make([]string, len(runs))
 	count := map[string]int{}
-	for _, r := range runs {
-		count[r.Mode]++
+	for i, r := range runs {
+		names[i] = r.Mode
+		if several && r.Mode != "" {
+			names[i] = transportName(r) + " " + r.Mode
+		}
+		if r.Page != nil && r.Mode != "" {
+			names[i] += ", page " + r.Page.Mode
+		}
+		count[names[i]]++
 	}
 	out := make([]string, len(runs))
 	for i, r := range runs {
 		switch {
 		case r.Mode == "":
 			out[i] = r.ID
-		case count[r.Mode] > 1:
-			out[i] = r.Mode + " (" + r.ID + ")"
+		case count[names[i]] > 1:
+			out[i] = names[i] + " (" + r.ID + ")"
 		default:
-			out[i] = r.Mode
+			out[i] = names[i]
 		}
 	}
 	return out
 }
 
+// transportName returns r's transport, "tcp" for none.
+func transportName(r Run) string {
+	if r.Transport == "" {
+		return "tcp"
+	}
+	return r.Transport
+}
+
 // ratios compares, for every replenish run, the source delay p50 of the
-// default run with the same variant ("+nagle", ...) against it.
+// default run over the same transport with the same variant ("+nagle",
+// ...) against it.
 func ratios(runs []Run, labels []string) []string {
 	var out []string
 	for i, r := range runs {
@@ -200,7 +238,7 @@ func ratios(runs []Run, labels []string) []string {
 		if kind != kindReplenish {
 			continue
 		}
-		d := slices.IndexFunc(runs, func(o Run) bool { return o.Mode == "default"+variant })
+		d := slices.IndexFunc(runs, func(o Run) bool { return o.Mode == "default"+variant && transportName(o) == transportName(r) })
 		if d < 0 {
 			continue
 		}

@@ -225,3 +225,31 @@ func TestLabels(t *testing.T) {
 		t.Fatalf("labels %q, want %q", got, want)
 	}
 }
+
+// TestPageLegColumns checks a table of runs with a page leg: each row
+// names the viewer's policy toward the page, and the page's glass to glass
+// and frame rates by layer have their columns.
+func TestPageLegColumns(t *testing.T) {
+	nan := math.NaN()
+	page := func(mode string, fps float64, layers [4]float64, p95 float64) *PageLeg {
+		return &PageLeg{Mode: mode, G2GMs: metrics.Percentiles{P50: 80, P95: p95, P99: nan}, FPS: fps, LayerFPS: layers}
+	}
+	base := Run{Scenario: "page", Mode: "default", SourceDelayMs: NoPercentiles(), GoodputBps: nan, Utilization: nan, BottleneckQueueMs: NoPercentiles()}
+	a, b := base, base
+	a.ID, a.Page = "a", page("replenish=15ms", 11.25, [4]float64{7.5, 2.5, 1.25}, 210)
+	b.ID, b.Page = "b", page("default", 29.5, [4]float64{7.5, 7.5, 14.5}, 4200)
+	rows := tableRows(t, Markdown([]Run{a, b}), "page")
+	modes := columnOf(t, rows, "mode")
+	g2g := columnOf(t, rows, "page g2g p50 / p95")
+	fps := columnOf(t, rows, "page fps (TL0 · TL1 · TL2)")
+	want := map[string][2]string{
+		"default, page replenish=15ms": {"80 ms / 210 ms", "11.2 (7.5 · 2.5 · 1.2)"},
+		"default, page default":        {"80 ms / 4.20 s", "29.5 (7.5 · 7.5 · 14.5)"},
+	}
+	for i, m := range modes {
+		w, ok := want[m]
+		if !ok || g2g[i] != w[0] || fps[i] != w[1] {
+			t.Errorf("row %q: g2g %q, fps %q; want one of %v", m, g2g[i], fps[i], want)
+		}
+	}
+}

@@ -79,11 +79,11 @@ type Runner struct {
 	Progress *Progress
 }
 
-// workload returns the processes of spec's workload on path p, with their
-// files in dir.
-func (rn *Runner) workload(spec scenario.Run, p *emu.Path, dir string) Workload {
+// workload returns the processes of spec's workload on path p (and the
+// page's leg, page, or nil), with their files in dir.
+func (rn *Runner) workload(spec scenario.Run, p, page *emu.Path, dir string) Workload {
 	if spec.Workload.Kind == scenario.KindVideo {
-		return workload.NewVideo(spec, p, dir, rn.Programs, rn.Log)
+		return workload.NewVideo(spec, p, page, dir, rn.Programs, rn.Log)
 	}
 	return workload.NewBulk(spec, p, dir, rn.Programs.Self)
 }
@@ -169,7 +169,14 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 		return report.Run{}, nil, err
 	}
 	defer p.Close()
-	w := rn.workload(spec, p, raw)
+	page, err := rn.startPageLeg(ctx, spec, p)
+	if err != nil {
+		return report.Run{}, nil, err
+	}
+	if page != nil {
+		defer page.Close()
+	}
+	w := rn.workload(spec, p, page, raw)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -183,11 +190,18 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 	fwd, rev := spec.Path.EmuSchedule()
 	p.Schedule(emu.Forward, fwd)
 	p.Schedule(emu.Reverse, rev)
+	if page != nil {
+		fwd, rev := spec.Page.EmuSchedule()
+		page.Schedule(emu.Forward, fwd)
+		page.Schedule(emu.Reverse, rev)
+	}
 	if err := w.StartSender(ctx); err != nil {
 		return report.Run{}, nil, err
 	}
 	in := summary.Input{Spec: spec, ID: id, TL: summary.Timeline{T0: t0, Warmup: spec.Warmup, Duration: spec.Duration}}
-	final, samples, err := rn.watch(ctx, run{spec: spec, p: p, w: w, t0: t0, label: label})
+	p.TakeIdle(emu.Forward) // the idle time before the run's start
+	final, samples, err := rn.watch(ctx, run{spec: spec, p: p, w: w, t0: t0, label: label, idle: &in.Idle,
+		page: page, pageFinal: &in.PageFinal})
 	stopped = true
 	if serr := w.Stop(); err == nil && serr != nil {
 		err = serr
@@ -202,6 +216,21 @@ func (rn *Runner) execute(ctx context.Context, spec scenario.Run, id, label, raw
 	return summary.Summarize(in, raw)
 }
 
+// startPageLeg starts the path of spec's page leg, from p's receiver
+// namespace (the viewer's), or returns nil when spec has none.
+func (rn *Runner) startPageLeg(ctx context.Context, spec scenario.Run, p *emu.Path) (*emu.Path, error) {
+	if spec.Page == nil {
+		return nil, nil
+	}
+	cfg := spec.Page.EmuConfig(p.ReceiverNS())
+	cfg.CC, cfg.Window, cfg.Logger = p.CC(), SampleEvery, rn.EmuLog
+	page, err := emu.Start(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the page's leg: %w", err)
+	}
+	return page, nil
+}
+
 // run is a run under way, as watch sees it.
 type run struct {
 	spec  scenario.Run
@@ -209,6 +238,11 @@ type run struct {
 	w     Workload
 	t0    time.Time // the sending side's start
 	label string
+	idle  *summary.IdleLog // the forward bottleneck's idle spans, gathered at every sample
+	// page is the page's leg, nil without one; pageFinal receives its
+	// statistics at the end of the window.
+	page      *emu.Path
+	pageFinal **emu.Stats
 }
 
 // exits returns a channel that receives each of w's processes that exits,
@@ -233,9 +267,9 @@ func exits(w Workload) (<-chan *proc.Proc, func()) {
 	}
 }
 
-// watch samples the emulator until the end of the run, restarts the
-// emulator's totals at the end of the warm-up and updates the progress
-// line. After the window, it quiesces the workload and waits up to the
+// watch samples the emulator until the end of the run (its counters and
+// its idle spans), restarts the emulator's totals at the end of the
+// warm-up and updates the progress line. After the window, it quiesces the workload and waits up to the
 // run's drain for it to be drained. It returns the statistics at the end
 // of the window and the samples, or an error if ctx ends or a process
 // exits early.
@@ -264,8 +298,12 @@ func (rn *Runner) watch(ctx context.Context, r run) (emu.Stats, []summary.Sample
 				time.Since(r.t0).Seconds(), pr.Err(), pr.Name())
 		case <-warm.C:
 			r.p.ResetTotals()
+			if r.page != nil {
+				r.page.ResetTotals()
+			}
 			warmedUp = true
 		case now := <-tick.C:
+			r.idle.Add(r.p.TakeIdle(emu.Forward))
 			s := summary.SampleFrom(now.Sub(r.t0), r.p.Stats())
 			samples = append(samples, s)
 			line := liveLine(r.spec, warmedUp, s, r.w)
@@ -278,7 +316,12 @@ func (rn *Runner) watch(ctx context.Context, r run) (emu.Stats, []summary.Sample
 			}
 			rn.Progress.update(r.label, line)
 		case <-end.C:
+			r.idle.Add(r.p.TakeIdle(emu.Forward))
 			final = r.p.Stats()
+			if r.page != nil {
+				st := r.page.Stats()
+				*r.pageFinal = &st
+			}
 			if r.spec.Drain <= 0 {
 				return final, samples, nil
 			}

@@ -37,18 +37,27 @@ type Flags struct {
 	Queue    time.Duration
 	Loss     float64
 	Schedule string
-	Modes    Modes
-	Workload string
-	Duration time.Duration
-	Warmup   time.Duration
-	CC       string
-	Sndbuf   string
-	MTU      int
-	Drain    time.Duration
-	Browser  bool
-	MaxRes   string
-	Bitrate  string
-	Scenario string
+	// Transports are the transports each mode runs over (default TCP).
+	Transports Transports
+	Modes      Modes
+	Workload   string
+	Duration   time.Duration
+	Warmup     time.Duration
+	CC         string
+	Sndbuf     string
+	MTU        int
+	Drain      time.Duration
+	Browser    bool
+	MaxRes     string
+	Bitrate    string
+	Scenario   string
+	// The page's leg (PageLeg): without PageRate the page, if any, sees
+	// the viewer over loopback.
+	PageRate     string
+	PageRTT      time.Duration
+	PageQueue    time.Duration
+	PageSchedule string
+	PageModes    Modes
 }
 
 // Defaults returns the flags' defaults: the published table's path
@@ -57,9 +66,10 @@ type Flags struct {
 // drain.
 func Defaults() Flags {
 	return Flags{
-		Rate: "2mbit", RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, Modes: slices.Clone(DefaultModes),
+		Rate: "2mbit", RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, Modes: slices.Clone(DefaultModes), Transports: Transports{TCP},
 		Workload: KindBulk, Duration: 40 * time.Second, Warmup: 5 * time.Second, CC: "cubic",
 		Sndbuf: fmt.Sprintf("%dMiB", defaultSndbuf>>20), Drain: 30 * time.Second,
+		PageRTT: 40 * time.Millisecond, PageQueue: 200 * time.Millisecond, PageModes: Modes{transport.DefaultMode},
 	}
 }
 
@@ -71,7 +81,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.Queue, "queue", f.Queue, "bottleneck drop-tail queue as `time` at the rate (never under 8 full packets)")
 	fs.Float64Var(&f.Loss, "loss", f.Loss, "random loss `probability` (0 to 1) on the forward path")
 	fs.StringVar(&f.Schedule, "schedule", f.Schedule, "rate and RTT `steps` after the start, e.g. 20s=500kbit,30s=2mbit/80ms")
-	fs.Var(&f.Modes, "modes", "comma `list` of send-buffer modes: default, lowat=BYTES, replenish=DURATION, each optionally +nagle (and then +nosubmss)")
+	fs.Var(&f.Transports, "transport", "comma `list` of transports, each run with every mode that exists for it: tcp, quic (video: replenish, default, expire=DURATION), webrtc (video: one run, pion's GCC, whatever the modes)")
+	fs.Var(&f.Modes, "modes", "comma `list` of send-buffer modes: default, lowat=BYTES (tcp), replenish=DURATION, expire=DURATION (quic), each optionally +nagle (tcp; and then +nosubmss)")
 	fs.StringVar(&f.Workload, "workload", f.Workload, "`workload`: video, bulk (64 KiB writes), bulk=BYTES per write, or rr (16 B + 32 B requests)")
 	fs.DurationVar(&f.Duration, "duration", f.Duration, "measured `time` after the warm-up")
 	fs.DurationVar(&f.Warmup, "warmup", f.Warmup, "warm-up `time` before the measured window")
@@ -83,70 +94,104 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.MaxRes, "max-res", f.MaxRes, "video: largest resolution `WxH` the sender may send (default the sender's)")
 	fs.StringVar(&f.Bitrate, "bitrate", f.Bitrate, "video: the sender's starting target `rate`, where default and lowat modes, which give it no view of the path, stay (default: the bottleneck rate)")
 	fs.StringVar(&f.Scenario, "scenario", f.Scenario, "`title` of the table these runs form (default: made from the workload and the path)")
+	fs.StringVar(&f.PageRate, "page-rate", f.PageRate, "video: put the page (headless Chromium; implies --browser) behind a leg of its own from the viewer, with this bottleneck `rate`")
+	fs.DurationVar(&f.PageRTT, "page-rtt", f.PageRTT, "the page leg's round-trip `delay`")
+	fs.DurationVar(&f.PageQueue, "page-queue", f.PageQueue, "the page leg's drop-tail queue as `time` at its rate")
+	fs.StringVar(&f.PageSchedule, "page-schedule", f.PageSchedule, "the page leg's rate and RTT `steps` after the start, as --schedule")
+	fs.Var(&f.PageModes, "page-modes", "comma `list` of the viewer's buffer policies toward the page, one run each: replenish=DURATION, default")
 }
 
-// Runs checks the flags and returns one run per mode.
-func (f Flags) Runs() ([]Run, error) {
+// Runs checks the flags and returns one run per transport and mode, and a
+// note for each combination of the two that does not exist (see
+// Supports), which is skipped. It is an error when every combination is.
+func (f Flags) Runs() (runs []Run, skipped []string, err error) {
+	proto, err := f.proto()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(f.Modes) == 0 {
+		return nil, nil, fmt.Errorf("%w: no modes", ErrSpec)
+	}
+	transports := f.Transports
+	if len(transports) == 0 {
+		transports = Transports{TCP}
+	}
+	runs, skipped = runsOver(transports, proto, f.Modes)
+	runs = withPageModes(runs, f.PageModes)
+	if len(runs) == 0 {
+		return nil, skipped, fmt.Errorf("%w: no run: %s", ErrSpec, strings.Join(skipped, "; "))
+	}
+	return runs, skipped, nil
+}
+
+// proto checks the flags other than the transports and the modes, and
+// returns the run they describe, without a transport and a mode.
+func (f Flags) proto() (Run, error) {
 	r, err := rate.Parse(f.Rate)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --rate: %v", ErrSpec, err)
+		return Run{}, fmt.Errorf("%w: --rate: %v", ErrSpec, err)
 	}
-	switch {
-	case f.RTT < 0:
-		return nil, fmt.Errorf("%w: --rtt %v is negative", ErrSpec, f.RTT)
-	case f.Queue <= 0:
-		return nil, fmt.Errorf("%w: --queue %v must be positive", ErrSpec, f.Queue)
-	case !(f.Loss >= 0 && f.Loss < 1):
-		return nil, fmt.Errorf("%w: --loss %v is not a probability below 1", ErrSpec, f.Loss)
-	case f.Duration <= 0:
-		return nil, fmt.Errorf("%w: --duration %v must be positive", ErrSpec, f.Duration)
-	case f.Warmup < 0:
-		return nil, fmt.Errorf("%w: --warmup %v is negative", ErrSpec, f.Warmup)
-	case f.CC == "" || strings.ContainsAny(f.CC, "/. \t"):
-		return nil, fmt.Errorf("%w: --cc %q", ErrSpec, f.CC)
-	case f.MTU != 0 && (f.MTU < emu.MinMTU || f.MTU > emu.MTU):
-		return nil, fmt.Errorf("%w: --mtu %d: want %d to %d", ErrSpec, f.MTU, emu.MinMTU, emu.MTU)
-	case f.Drain < 0:
-		return nil, fmt.Errorf("%w: --drain %v is negative", ErrSpec, f.Drain)
+	if err := f.checkNumbers(); err != nil {
+		return Run{}, err
 	}
 	sndbuf, err := ParseSize(f.Sndbuf)
 	if err != nil || sndbuf > maxSndbuf {
-		return nil, fmt.Errorf("%w: --sndbuf %q: want a byte count up to 1 GiB", ErrSpec, f.Sndbuf)
+		return Run{}, fmt.Errorf("%w: --sndbuf %q: want a byte count up to 1 GiB", ErrSpec, f.Sndbuf)
 	}
 	sched, err := ParseSchedule(f.Schedule)
 	if err != nil {
-		return nil, err
-	}
-	if len(f.Modes) == 0 {
-		return nil, fmt.Errorf("%w: no modes", ErrSpec)
+		return Run{}, err
 	}
 	w, err := ParseWorkload(f.Workload)
 	if err != nil {
-		return nil, err
+		return Run{}, err
 	}
 	if f.MaxRes != "" {
 		if _, err := media.ParseSize(f.MaxRes); err != nil {
-			return nil, fmt.Errorf("%w: --max-res %q: %v", ErrSpec, f.MaxRes, err)
+			return Run{}, fmt.Errorf("%w: --max-res %q: %v", ErrSpec, f.MaxRes, err)
 		}
 	}
 	var bitrate rate.Bitrate
 	if f.Bitrate != "" {
 		if bitrate, err = rate.Parse(f.Bitrate); err != nil || bitrate < minVideoBitrate || bitrate > maxVideoBitrate {
-			return nil, fmt.Errorf("%w: --bitrate %q: want a rate from %v to %v", ErrSpec, f.Bitrate, minVideoBitrate, maxVideoBitrate)
+			return Run{}, fmt.Errorf("%w: --bitrate %q: want a rate from %v to %v", ErrSpec, f.Bitrate, minVideoBitrate, maxVideoBitrate)
 		}
 	}
 	if w.Kind != KindVideo && (f.Browser || f.MaxRes != "" || f.Bitrate != "") {
-		return nil, fmt.Errorf("%w: --browser, --max-res and --bitrate apply to the video workload only", ErrSpec)
+		return Run{}, fmt.Errorf("%w: --browser, --max-res and --bitrate apply to the video workload only", ErrSpec)
+	}
+	page, err := f.pageLeg(w)
+	if err != nil {
+		return Run{}, err
 	}
 	path := Path{Rate: r, RTT: f.RTT, Queue: f.Queue, Loss: f.Loss, Schedule: sched, CC: f.CC, Sndbuf: sndbuf, MTU: f.MTU}
-	out := make([]Run, 0, len(f.Modes))
-	for _, m := range f.Modes {
-		out = append(out, Run{
-			Path: path, Mode: m, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
-			Browser: f.Browser, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario,
-		})
+	return Run{
+		Path: path, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
+		Browser: f.Browser || page != nil, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario, Page: page,
+	}, nil
+}
+
+// checkNumbers checks the flags that are plain numbers and durations.
+func (f Flags) checkNumbers() error {
+	switch {
+	case f.RTT < 0:
+		return fmt.Errorf("%w: --rtt %v is negative", ErrSpec, f.RTT)
+	case f.Queue <= 0:
+		return fmt.Errorf("%w: --queue %v must be positive", ErrSpec, f.Queue)
+	case !(f.Loss >= 0 && f.Loss < 1):
+		return fmt.Errorf("%w: --loss %v is not a probability below 1", ErrSpec, f.Loss)
+	case f.Duration <= 0:
+		return fmt.Errorf("%w: --duration %v must be positive", ErrSpec, f.Duration)
+	case f.Warmup < 0:
+		return fmt.Errorf("%w: --warmup %v is negative", ErrSpec, f.Warmup)
+	case f.CC == "" || strings.ContainsAny(f.CC, "/. \t"):
+		return fmt.Errorf("%w: --cc %q", ErrSpec, f.CC)
+	case f.MTU != 0 && (f.MTU < emu.MinMTU || f.MTU > emu.MTU):
+		return fmt.Errorf("%w: --mtu %d: want %d to %d", ErrSpec, f.MTU, emu.MinMTU, emu.MTU)
+	case f.Drain < 0:
+		return fmt.Errorf("%w: --drain %v is negative", ErrSpec, f.Drain)
 	}
-	return out, nil
+	return nil
 }
 
 // Modes is a list of modes as a flag.Value: a comma-separated list, each

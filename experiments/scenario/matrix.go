@@ -19,60 +19,86 @@ import (
 //	--scenario "Nagle trap" --workload bulk=4096 --modes replenish=15ms+nagle+nosubmss,replenish=15ms+nagle
 //
 // A line holds the run command's spec flags (--rate, --rtt, --queue, --loss,
-// --schedule, --modes, --workload, --duration, --warmup, --cc, --browser,
-// --max-res, --scenario); flags the line leaves out take the command line's
-// values. Words are separated by blanks; double quotes group words; "#"
-// starts a comment outside quotes. Each line gives one run per mode.
+// --schedule, --transport, --modes, --workload, --duration, --warmup, --cc,
+// --browser, --max-res, --scenario...); flags the line leaves out take the
+// command line's values. Words are separated by blanks; double quotes group
+// words; "#" starts a comment outside quotes. Each line gives one run per
+// transport and mode, leaving out (with a note) the combinations that do
+// not exist.
 
 // maxMatrixLine caps the length of a line of a matrix file.
 const maxMatrixLine = 4096
 
 // ReadMatrix reads the runs of the matrix file at path, or of every *.txt
-// file of the directory at path in name order. base supplies the values of
-// flags a line leaves out.
-func ReadMatrix(path string, base Flags) ([]Run, error) {
+// file of the directory at path in name order; path may also be a
+// comma-separated list of such files and directories, read in turn. base
+// supplies the values of flags a line leaves out. Besides the runs it
+// returns a note, naming its file and line, for every combination of
+// transport and mode a line gives that does not exist.
+func ReadMatrix(path string, base Flags) (runs []Run, skipped []string, err error) {
+	var files []string
+	for _, p := range strings.Split(path, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		f, err := matrixFiles(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, f...)
+	}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
+		}
+		specs, notes, err := ParseMatrix(f, base)
+		f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		runs = append(runs, specs...)
+		for _, n := range notes {
+			skipped = append(skipped, name+": "+n)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, skipped, fmt.Errorf("%w: --matrix %s describes no runs", ErrSpec, path)
+	}
+	return runs, skipped, nil
+}
+
+// matrixFiles returns path, or the *.txt files of the directory at path
+// in name order.
+func matrixFiles(path string) ([]string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
 	}
-	files := []string{path}
-	if fi.IsDir() {
-		if files, err = filepath.Glob(filepath.Join(path, "*.txt")); err != nil {
-			return nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
-		}
-		slices.Sort(files)
-		if len(files) == 0 {
-			return nil, fmt.Errorf("%w: --matrix: no *.txt files in %s", ErrSpec, path)
-		}
+	if !fi.IsDir() {
+		return []string{path}, nil
 	}
-	var out []Run
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
-		}
-		specs, err := ParseMatrix(f, base)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out = append(out, specs...)
+	files, err := filepath.Glob(filepath.Join(path, "*.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: --matrix: %v", ErrSpec, err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: --matrix %s describes no runs", ErrSpec, path)
+	slices.Sort(files)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: --matrix: no *.txt files in %s", ErrSpec, path)
 	}
-	return out, nil
+	return files, nil
 }
 
-// ParseMatrix reads the lines of one matrix file.
-func ParseMatrix(r io.Reader, base Flags) ([]Run, error) {
+// ParseMatrix reads the lines of one matrix file, and returns its runs and
+// a note ("line N: ...") for every combination of transport and mode that
+// a line gives and that does not exist.
+func ParseMatrix(r io.Reader, base Flags) (runs []Run, skipped []string, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1024), maxMatrixLine)
-	var out []Run
 	for n := 1; sc.Scan(); n++ {
 		words, err := splitWords(sc.Text())
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		if len(words) == 0 {
 			continue
@@ -82,21 +108,24 @@ func ParseMatrix(r io.Reader, base Flags) ([]Run, error) {
 		fs.SetOutput(io.Discard)
 		f.Register(fs)
 		if err := fs.Parse(words); err != nil {
-			return nil, fmt.Errorf("line %d: %w: %v", n, ErrSpec, err)
+			return nil, nil, fmt.Errorf("line %d: %w: %v", n, ErrSpec, err)
 		}
 		if fs.NArg() > 0 {
-			return nil, fmt.Errorf("line %d: %w: unexpected words %q", n, ErrSpec, fs.Args())
+			return nil, nil, fmt.Errorf("line %d: %w: unexpected words %q", n, ErrSpec, fs.Args())
 		}
-		specs, err := f.Runs()
+		specs, notes, err := f.Runs()
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		out = append(out, specs...)
+		runs = append(runs, specs...)
+		for _, note := range notes {
+			skipped = append(skipped, fmt.Sprintf("line %d: %s", n, note))
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: reading matrix: %v", ErrSpec, err)
+		return nil, nil, fmt.Errorf("%w: reading matrix: %v", ErrSpec, err)
 	}
-	return out, nil
+	return runs, skipped, nil
 }
 
 // splitWords splits a line into blank-separated words. Double quotes group

@@ -2,9 +2,11 @@ package scenario
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +83,7 @@ func TestParseMatrix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			specs, err := ParseMatrix(strings.NewReader(tt.text), base)
+			specs, _, err := ParseMatrix(strings.NewReader(tt.text), base)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want an ErrSpec error mentioning %q", err, tt.wantErr)
@@ -106,7 +108,7 @@ func TestReadMatrixDirectory(t *testing.T) {
 	write("b.txt", "--modes lowat=15000\n")
 	write("a.txt", "--modes default\n")
 	write("notes.md", "--modes nonsense\n") // not a matrix file
-	specs, err := ReadMatrix(dir, Defaults())
+	specs, _, err := ReadMatrix(dir, Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,32 +119,55 @@ func TestReadMatrixDirectory(t *testing.T) {
 	if want := []string{"default", "lowat=15000"}; !reflect.DeepEqual(modes, want) {
 		t.Errorf("modes %q, want %q (files in name order, *.txt only)", modes, want)
 	}
-	if _, err := ReadMatrix(filepath.Join(dir, "missing.txt"), Defaults()); !errors.Is(err, ErrSpec) {
+	if _, _, err := ReadMatrix(filepath.Join(dir, "missing.txt"), Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("missing file: %v", err)
 	}
 	empty := t.TempDir()
-	if _, err := ReadMatrix(empty, Defaults()); !errors.Is(err, ErrSpec) {
+	if _, _, err := ReadMatrix(empty, Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("empty directory: %v", err)
 	}
 	write("c.txt", "# nothing\n")
-	if _, err := ReadMatrix(filepath.Join(dir, "c.txt"), Defaults()); !errors.Is(err, ErrSpec) {
+	if _, _, err := ReadMatrix(filepath.Join(dir, "c.txt"), Defaults()); !errors.Is(err, ErrSpec) {
 		t.Errorf("file without runs: %v", err)
 	}
 }
 
-// TestScenarioFiles checks that the published scenario set parses and
-// covers what it claims.
+// TestScenarioFiles checks that every scenario file parses, that each
+// file's run IDs are unique, and that the published set (table.txt,
+// nagle.txt, video.txt) covers what it claims.
 func TestScenarioFiles(t *testing.T) {
-	specs, err := ReadMatrix("../scenarios", Defaults())
+	files, err := filepath.Glob("../scenarios/*.txt")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("scenario files %q, %v", files, err)
+	}
+	for _, f := range files {
+		specs, skipped, err := ReadMatrix(f, Defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(skipped) > 0 {
+			t.Errorf("%s asks for runs that do not exist: %q", f, skipped)
+		}
+		for i, id := range UniqueIDs(specs) {
+			if strings.HasSuffix(id, "-2") {
+				t.Errorf("%s: run %d repeats the ID %s", f, i, id)
+			}
+		}
+		for _, s := range specs {
+			if s.Duration < 30*time.Second || s.Duration > 45*time.Second {
+				t.Errorf("%s measures %v, want the seed's 35-45 s (or at least 30 s)", s.ID(), s.Duration)
+			}
+			if s.Path.Queue != 200*time.Millisecond {
+				t.Errorf("%s has a %v queue, want 200 ms", s.ID(), s.Path.Queue)
+			}
+		}
+	}
+	set, _, err := ReadMatrix("../scenarios/table.txt,../scenarios/nagle.txt,../scenarios/video.txt", Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := UniqueIDs(specs)
 	seen := map[string]bool{}
-	for i, id := range ids {
-		if strings.HasSuffix(id, "-2") {
-			t.Errorf("run %d repeats the ID %s", i, id)
-		}
+	for _, id := range UniqueIDs(set) {
 		seen[id] = true
 	}
 	for _, id := range []string{
@@ -152,17 +177,113 @@ func TestScenarioFiles(t *testing.T) {
 		"2mbit-172ms-video-replenish=15ms", "2mbit-172ms-video-default",
 		"2mbit-172ms-bulk4KiB-replenish=15ms+nagle+nosubmss", "2mbit-172ms-bulk4KiB-replenish=15ms+nagle",
 		"2mbit-40ms-rr-default+nagle", "2mbit-40ms-rr-default",
+		"100kbit-172ms-video-quic-replenish=15ms", "100kbit-172ms-video-quic-default",
+		"2mbit-172ms-video-quic-replenish=15ms", "2mbit-172ms-video-quic-default", "2mbit-172ms-video-quic-expire=100ms",
+		"86mbit-172ms-video-quic-replenish=15ms", "86mbit-172ms-video-quic-default",
 	} {
 		if !seen[id] {
 			t.Errorf("the scenario set lacks %s", id)
 		}
 	}
+}
+
+// TestSweepAndTransportsFiles checks that sweep.txt and transports.txt
+// hold the runs their headers describe, and that the time each header
+// states covers their runs.
+func TestSweepAndTransportsFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		runs  int
+		check func(t *testing.T, specs []Run)
+	}{
+		{"sweep.txt", 80, checkSweep},
+		{"transports.txt", 96, checkTransports},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("..", "scenarios", tc.file)
+			specs, _, err := ReadMatrix(path, Defaults())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(specs) != tc.runs {
+				t.Errorf("%d runs, want %d", len(specs), tc.runs)
+			}
+			tc.check(t, specs)
+			checkEstimate(t, path, specs)
+		})
+	}
+}
+
+// checkSweep checks the sweep's grid: every rate, RTT and congestion
+// control with both modes, and its steps.
+func checkSweep(t *testing.T, specs []Run) {
+	grid := map[string]bool{}
+	steps := map[string]int{}
 	for _, s := range specs {
-		if s.Duration < 30*time.Second || s.Duration > 45*time.Second {
-			t.Errorf("%s measures %v, want the seed's 35-45 s (or at least 30 s)", s.ID(), s.Duration)
+		if s.TransportName() != TCP || s.Workload.Kind != KindVideo {
+			t.Errorf("%s: the sweep is video over TCP", s.ID())
 		}
-		if s.Path.Queue != 200*time.Millisecond {
-			t.Errorf("%s has a %v queue, want 200 ms", s.ID(), s.Path.Queue)
+		if len(s.Path.Schedule) > 0 {
+			steps[FormatSchedule(s.Path.Schedule)]++
+			continue
 		}
+		grid[FormatRate(s.Path.Rate)+"-"+fmtDur(s.Path.RTT)+"-"+s.Path.CC+"-"+s.Mode.String()] = true
+	}
+	for _, r := range []string{"100kbit", "500kbit", "2mbit", "10mbit", "20mbit"} {
+		for _, rtt := range []string{"20ms", "80ms", "172ms"} {
+			for _, cc := range []string{"cubic", "bbr"} {
+				for _, m := range []string{"replenish=15ms", "default"} {
+					if k := r + "-" + rtt + "-" + cc + "-" + m; !grid[k] {
+						t.Errorf("the sweep lacks %s", k)
+					}
+				}
+			}
+		}
+	}
+	for _, sched := range []string{"20s=1mbit", "20s=5mbit", "20s=2mbit", "20s=10mbit", "20s=/172ms"} {
+		if steps[sched] != 4 {
+			t.Errorf("%d runs with the step %s, want 4 (two congestion controls, two modes)", steps[sched], sched)
+		}
+	}
+}
+
+// checkTransports checks that every path of transports.txt has TCP with
+// and without SBM, QUIC with SBM and WebRTC.
+func checkTransports(t *testing.T, specs []Run) {
+	byPath := map[string][]string{}
+	for _, s := range specs {
+		byPath[s.Title()] = append(byPath[s.Title()], s.TransportName()+" "+s.ModeName())
+	}
+	if len(byPath) != 24 {
+		t.Errorf("%d paths, want 24 (18 with loss, 6 with a halving)", len(byPath))
+	}
+	for path, runs := range byPath {
+		slices.Sort(runs)
+		if want := []string{"quic replenish=15ms", "tcp default", "tcp replenish=15ms", "webrtc gcc"}; !slices.Equal(runs, want) {
+			t.Errorf("%s: %q, want %q", path, runs, want)
+		}
+	}
+}
+
+// checkEstimate checks that the minutes a file's header states ("about N
+// minutes") are at least its runs' warm-ups and windows with 5 s of
+// set-up and drain each, and at most half as much again.
+func checkEstimate(t *testing.T, path string, specs []Run) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stated int
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, rest, ok := strings.Cut(line, "about "); ok && strings.HasPrefix(line, "# Time:") {
+			fmt.Sscanf(rest, "%d minutes", &stated)
+		}
+	}
+	var least time.Duration
+	for _, s := range specs {
+		least += s.Total() + 5*time.Second
+	}
+	if got := time.Duration(stated) * time.Minute; got < least || got > least*3/2 {
+		t.Errorf("the header says about %d minutes; the runs take at least %v", stated, least.Round(time.Minute))
 	}
 }

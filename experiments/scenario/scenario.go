@@ -1,10 +1,11 @@
 // Package scenario is the language the experiments describe their runs in:
 // the flags of the run command and the lines of a matrix file, which give
 // a path (rate, RTT, queue, loss, a schedule of steps), a workload (bulk,
-// request/response or video), the send-buffer modes to compare and the
-// run's timing; and what they describe, one Run per mode, with its ID and
-// the title of the table it belongs to. Everything here is pure: parsing,
-// checking and formatting.
+// request/response or video), the transports (TCP, QUIC, WebRTC) and the
+// send-buffer modes to compare and the run's timing; and what they
+// describe, one Run per transport and mode that exists (Supports), with its
+// ID and the title of the table it belongs to; and the live demo's senders
+// (Stream). Everything here is pure: parsing, checking and formatting.
 package scenario
 
 import (
@@ -153,8 +154,8 @@ func FormatSize(n int) string {
 }
 
 // ParseModes reads a comma-separated list of modes, each as
-// transport.ParseMode reads it; TCP's, since the runs are over TCP. Two that
-// print the same are an error.
+// transport.ParseMode reads it. Two that print the same are an error.
+// Which transports a mode applies to is decided per run (Supports).
 func ParseModes(s string) ([]transport.Mode, error) {
 	var out []transport.Mode
 	seen := map[string]bool{}
@@ -166,9 +167,6 @@ func ParseModes(s string) ([]transport.Mode, error) {
 		m, err := transport.ParseMode(f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: mode %q: %v", ErrSpec, f, err)
-		}
-		if m.Policy == transport.Expire {
-			return nil, fmt.Errorf("%w: mode %q: expire is a QUIC mode", ErrSpec, f)
 		}
 		if seen[m.String()] {
 			return nil, fmt.Errorf("%w: mode %s given twice", ErrSpec, m)
@@ -325,11 +323,11 @@ func (p Path) EmuSchedule() (forward, reverse []emu.Step) {
 // (times since the run's start) given the schedule, in bits per second.
 func (p Path) MeanRate(from, to time.Duration) float64 {
 	if to <= from {
-		return float64(p.rateAt(from))
+		return float64(p.RateAt(from))
 	}
 	var sum float64
 	t := from
-	cur := p.rateAt(from)
+	cur := p.RateAt(from)
 	for _, st := range p.Schedule {
 		if st.At <= from || st.Rate == 0 {
 			continue
@@ -344,8 +342,9 @@ func (p Path) MeanRate(from, to time.Duration) float64 {
 	return sum / (to - from).Seconds()
 }
 
-// rateAt returns the bottleneck rate the schedule sets at time t.
-func (p Path) rateAt(t time.Duration) rate.Bitrate {
+// RateAt returns the bottleneck rate the schedule sets at time t since
+// the run's start.
+func (p Path) RateAt(t time.Duration) rate.Bitrate {
 	r := p.Rate
 	for _, st := range p.Schedule {
 		if st.At <= t && st.Rate > 0 {
@@ -355,10 +354,27 @@ func (p Path) rateAt(t time.Duration) rate.Bitrate {
 	return r
 }
 
-// Run describes one run: a workload in one mode on one path. Its JSON form
-// (Go's field names) is kept in a run's raw/input.json.
+// RTTAt returns the round-trip time the schedule sets at time t since the
+// run's start.
+func (p Path) RTTAt(t time.Duration) time.Duration {
+	d := p.RTT
+	for _, st := range p.Schedule {
+		if st.At <= t && st.RTT > 0 {
+			d = st.RTT
+		}
+	}
+	return d
+}
+
+// Run describes one run: a workload in one mode over one transport on one
+// path. Its JSON form (Go's field names) is kept in a run's raw/input.json.
 type Run struct {
-	Path     Path
+	Path Path
+	// Transport is TCP, QUIC or WebRTC; "" (in input.json files written
+	// before transports) means TCP.
+	Transport string
+	// Mode is the send-buffer mode; a WebRTC run's is Default, and its
+	// name GCC (ModeName).
 	Mode     transport.Mode
 	Workload Workload
 	Warmup   time.Duration
@@ -371,6 +387,10 @@ type Run struct {
 	// bottleneck rate, as an application configured for its link would.
 	Bitrate  rate.Bitrate
 	Scenario string // table title; "" derives one
+	// Page, for a video run, puts the page behind a leg of its own (a
+	// second emulated path from the viewer's namespace); nil: the page, if
+	// any, reaches the viewer over loopback.
+	Page *PageLeg `json:",omitempty"`
 }
 
 // Limits of the video sender's -bitrate.
@@ -391,10 +411,34 @@ func (s Run) VideoBitrate() rate.Bitrate {
 // Total returns the length of the run: its warm-up and its measured window.
 func (s Run) Total() time.Duration { return s.Warmup + s.Duration }
 
+// TransportName returns the run's transport, TCP when none is named.
+func (s Run) TransportName() string {
+	if s.Transport == "" {
+		return TCP
+	}
+	return s.Transport
+}
+
+// ModeName returns the run's mode as run.json and the viewer show it: the
+// mode's canonical form, or GCC for a WebRTC run.
+func (s Run) ModeName() string {
+	if s.TransportName() == WebRTC {
+		return GCC
+	}
+	return s.Mode.String()
+}
+
 // ID returns the run's ID: unique within a set as long as the runs differ,
 // and safe as a file name, as in "2mbit-172ms-bulk64KiB-replenish=15ms".
+// A run over a transport other than TCP names it after the workload, as in
+// "2mbit-172ms-video-quic-replenish=15ms" or "2mbit-172ms-video-webrtc-gcc";
+// a TCP run's ID is the one it had before runs had transports.
 func (s Run) ID() string {
-	parts := []string{FormatRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short(), s.Mode.String()}
+	parts := []string{FormatRate(s.Path.Rate), fmtDur(s.Path.RTT), s.Workload.short()}
+	if tr := s.TransportName(); tr != TCP {
+		parts = append(parts, tr)
+	}
+	parts = append(parts, s.ModeName())
 	def := Defaults()
 	if s.Path.Queue != def.Queue {
 		parts = append(parts, "q"+fmtDur(s.Path.Queue))
@@ -417,7 +461,10 @@ func (s Run) ID() string {
 	if s.Bitrate > 0 {
 		parts = append(parts, "br"+FormatRate(s.Bitrate))
 	}
-	if s.Browser {
+	switch {
+	case s.Page != nil:
+		parts = append(parts, s.Page.id())
+	case s.Browser:
 		parts = append(parts, "browser")
 	}
 	return sanitizeID(strings.Join(parts, "-"))
@@ -467,7 +514,10 @@ func (s Run) Title() string {
 	if s.Bitrate > 0 {
 		parts = append(parts, "sender bitrate "+s.Bitrate.String())
 	}
-	if s.Browser {
+	switch {
+	case s.Page != nil:
+		parts = append(parts, s.Page.describe())
+	case s.Browser:
 		parts = append(parts, "browser")
 	}
 	return strings.Join(parts, ", ")

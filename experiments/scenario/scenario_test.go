@@ -66,7 +66,7 @@ func TestParseModes(t *testing.T) {
 		{name: "nosubmss without nagle", in: "replenish=15ms+nosubmss", wantErr: true},
 		{name: "bad lowat", in: "lowat=abc", wantErr: true},
 		{name: "none", in: " , ", wantErr: true},
-		{name: "expire is for QUIC", in: "expire=100ms", wantErr: true},
+		{name: "expire, QUIC's", in: "expire=100ms", want: []string{"expire=100ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,6 +197,28 @@ func TestMeanRate(t *testing.T) {
 	}
 }
 
+func TestRateAndRTTAt(t *testing.T) {
+	p := Path{Rate: 2 * rate.Mbps, RTT: 40 * time.Millisecond, Schedule: []Step{
+		{At: 10 * time.Second, Rate: 1 * rate.Mbps},
+		{At: 15 * time.Second, RTT: 172 * time.Millisecond},
+		{At: 20 * time.Second, Rate: 4 * rate.Mbps, RTT: 80 * time.Millisecond},
+	}}
+	for _, tc := range []struct {
+		at   time.Duration
+		rate rate.Bitrate
+		rtt  time.Duration
+	}{
+		{0, 2 * rate.Mbps, 40 * time.Millisecond},
+		{10 * time.Second, rate.Mbps, 40 * time.Millisecond},
+		{16 * time.Second, rate.Mbps, 172 * time.Millisecond},
+		{time.Minute, 4 * rate.Mbps, 80 * time.Millisecond},
+	} {
+		if r, d := p.RateAt(tc.at), p.RTTAt(tc.at); r != tc.rate || d != tc.rtt {
+			t.Errorf("at %v: %v and %v, want %v and %v", tc.at, r, d, tc.rate, tc.rtt)
+		}
+	}
+}
+
 func TestRunIDAndScenario(t *testing.T) {
 	base := Run{
 		Path:     Path{Rate: 2 * rate.Mbps, RTT: 172 * time.Millisecond, Queue: 200 * time.Millisecond, CC: "cubic", Sndbuf: defaultSndbuf},
@@ -277,7 +299,7 @@ func TestFlags(t *testing.T) {
 				want := Run{
 					Path: Path{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001,
 						Schedule: []Step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
-					Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
+					Transport: TCP, Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
 					Browser: true, MaxRes: "640x360", Bitrate: 1500 * rate.Kbps, Scenario: "x",
 				}
 				if len(specs) != 1 || !reflect.DeepEqual(s, want) {
@@ -296,6 +318,33 @@ func TestFlags(t *testing.T) {
 		{name: "bitrate without video", args: []string{"--bitrate", "1mbit"}, wantErr: "video workload only"},
 		{name: "browser without video", args: []string{"--browser"}, wantErr: "video workload only"},
 		{name: "bad max-res", args: []string{"--workload", "video", "--max-res", "big"}, wantErr: "--max-res"},
+		{name: "page leg", args: []string{"--workload", "video", "--modes", "default", "--page-rate", "1mbit",
+			"--page-schedule", "15s=500kbit", "--page-modes", "replenish=15ms,default"},
+			check: func(t *testing.T, specs []Run) {
+				if len(specs) != 2 {
+					t.Fatalf("%d runs, want one per page mode", len(specs))
+				}
+				want := PageLeg{Rate: rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond,
+					Schedule: []Step{{At: 15 * time.Second, Rate: 500 * rate.Kbps}}, Mode: transport.DefaultMode}
+				for i, s := range specs {
+					if s.Page == nil || !reflect.DeepEqual(*s.Page, want) || !s.Browser || s.Mode.String() != "default" {
+						t.Errorf("run %d: page %+v, browser %v, mode %v; want %+v with a browser", i, s.Page, s.Browser, s.Mode, want)
+					}
+					want.Mode = transport.Mode{Policy: transport.Default}
+				}
+				ids := UniqueIDs(specs)
+				if ids[0] != "2mbit-172ms-video-default-page1mbit-40ms-sched1-replenish=15ms" || ids[1] != "2mbit-172ms-video-default-page1mbit-40ms-sched1-default" {
+					t.Errorf("IDs %q", ids)
+				}
+				if title := specs[0].Title(); title != specs[1].Title() || !strings.Contains(title, "page leg 1.00 Mb/s, 40 ms RTT, 200 ms queue, page schedule 15s=500kbit") {
+					t.Errorf("titles %q and %q", title, specs[1].Title())
+				}
+			}},
+		{name: "page leg without video", args: []string{"--page-rate", "1mbit"}, wantErr: "video workload only"},
+		{name: "bad page rate", args: []string{"--workload", "video", "--page-rate", "slow"}, wantErr: "--page-rate"},
+		{name: "page mode lowat", args: []string{"--workload", "video", "--page-rate", "1mbit", "--page-modes", "lowat=1000"}, wantErr: "--page-modes"},
+		{name: "page schedule without a leg", args: []string{"--workload", "video", "--page-schedule", "1s=1mbit"}, wantErr: "--page-schedule"},
+		{name: "bad page schedule", args: []string{"--workload", "video", "--page-rate", "1mbit", "--page-schedule", "soon"}, wantErr: "--page-schedule"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,7 +354,7 @@ func TestFlags(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatalf("parsing: %v", err)
 			}
-			specs, err := f.Runs()
+			specs, _, err := f.Runs()
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want an ErrSpec error mentioning %q", err, tt.wantErr)
@@ -393,4 +442,21 @@ func mustMode(s string) transport.Mode {
 		panic(err)
 	}
 	return m
+}
+
+func TestPageLegEmuConfig(t *testing.T) {
+	l := PageLeg{Rate: rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond,
+		Schedule: []Step{{At: 15 * time.Second, Rate: 4 * rate.Mbps, RTT: 80 * time.Millisecond}}}
+	c := l.EmuConfig("rpl-1-abcdef-r")
+	if c.SenderNS != "rpl-1-abcdef-r" || c.Forward.Rate != rate.Mbps || c.Forward.Delay != 20*time.Millisecond ||
+		c.Reverse.Delay != 20*time.Millisecond || c.Reverse.Rate != 0 || c.Forward.QueueBytes != QueueBytes(rate.Mbps, l.Queue) {
+		t.Errorf("emulator configuration %+v", c)
+	}
+	fwd, rev := l.EmuSchedule()
+	if len(fwd) != 1 || fwd[0].Rate != 4*rate.Mbps || fwd[0].Delay != 40*time.Millisecond || len(rev) != 1 || rev[0].Delay != 40*time.Millisecond {
+		t.Errorf("schedule %+v, %+v", fwd, rev)
+	}
+	if l.OneWay() != 20*time.Millisecond {
+		t.Errorf("one-way delay %v", l.OneWay())
+	}
 }

@@ -27,12 +27,26 @@ type savedInput struct {
 	T0Us    int64 // µs since the epoch
 	Final   emu.Stats
 	Samples []Sample
+	// Idle is in.Idle with its spans in µs since T0; absent in files
+	// written before it was gathered.
+	Idle *IdleLog `json:",omitempty"`
+	// PageFinal is in.PageFinal; absent without a page leg.
+	PageFinal *emu.Stats `json:",omitempty"`
 }
 
 // SaveInput writes in to dir/input.json (records.InputFile), so that the
 // run can be summarized again from its raw directory dir.
 func SaveInput(dir string, in Input) error {
-	data, err := json.Marshal(savedInput{Version: inputVersion, ID: in.ID, Spec: in.Spec, T0Us: in.TL.T0.UnixMicro(), Final: in.Final, Samples: in.Samples})
+	t0 := in.TL.T0.UnixMicro()
+	var idle *IdleLog
+	if in.Idle.Known {
+		idle = &IdleLog{Known: true, Lost: in.Idle.Lost, Spans: make([][2]int64, len(in.Idle.Spans))}
+		for i, s := range in.Idle.Spans {
+			idle.Spans[i] = [2]int64{s[0] - t0, s[1] - t0}
+		}
+	}
+	data, err := json.Marshal(savedInput{Version: inputVersion, ID: in.ID, Spec: in.Spec, T0Us: t0, Final: in.Final, Samples: in.Samples, Idle: idle,
+		PageFinal: in.PageFinal})
 	if err != nil {
 		return fmt.Errorf("summary: encoding %s: %w", records.InputFile, err)
 	}
@@ -58,8 +72,15 @@ func LoadInput(dir string) (Input, error) {
 		old.convert(&s.Final)
 	}
 	t0 := time.UnixMicro(s.T0Us)
-	return Input{Spec: s.Spec, ID: s.ID, TL: Timeline{T0: t0, Warmup: s.Spec.Warmup, Duration: s.Spec.Duration},
-		Final: s.Final, Samples: s.Samples}, nil
+	in := Input{Spec: s.Spec, ID: s.ID, TL: Timeline{T0: t0, Warmup: s.Spec.Warmup, Duration: s.Spec.Duration},
+		Final: s.Final, Samples: s.Samples, PageFinal: s.PageFinal}
+	if s.Idle != nil {
+		in.Idle = *s.Idle
+		for i, sp := range in.Idle.Spans {
+			in.Idle.Spans[i] = [2]int64{sp[0] + s.T0Us, sp[1] + s.T0Us}
+		}
+	}
+	return in, nil
 }
 
 // legacyInput is what changed in records.InputFile at version 2: the emulator's

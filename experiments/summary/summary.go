@@ -183,6 +183,10 @@ type Input struct {
 	TL      Timeline
 	Final   emu.Stats // at the end of the window, totals reset at its start
 	Samples []Sample
+	Idle    IdleLog // the forward bottleneck's idle spans
+	// PageFinal is the page leg's emulator at the end of the window,
+	// totals reset at its start; nil without a page leg.
+	PageFinal *emu.Stats
 }
 
 // baseRun fills the fields every run has.
@@ -190,9 +194,9 @@ func baseRun(in Input) report.Run {
 	s := in.Spec
 	fwd := in.Final.Forward.Total
 	return report.Run{
-		ID: in.ID, Scenario: s.Title(), Mode: s.Mode.String(), Transport: "tcp", Workload: s.Workload.String(), CC: s.Path.CC,
+		ID: in.ID, Scenario: s.Title(), Mode: s.ModeName(), Transport: s.TransportName(), Workload: s.Workload.String(), CC: s.Path.CC,
 		RateBps: int64(s.Path.Rate), RTTMs: float64(s.Path.RTT) / float64(time.Millisecond),
-		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss,
+		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss, Schedule: scenario.FormatSchedule(s.Path.Schedule),
 		DurationS: s.Duration.Seconds(), WarmupS: s.Warmup.Seconds(),
 		SourceDelayMs: report.NoPercentiles(), GoodputBps: math.NaN(), Utilization: math.NaN(),
 		BottleneckQueueMs: fwd.Queue.Only(report.Figures), EmulatorDrops: fwd.Drops,

@@ -340,8 +340,9 @@ func TestResummarize(t *testing.T) {
 }
 
 // TestResummarizeOldResults computes the summaries of an earlier version's
-// results directory again from its raw records: every run.json and
-// records.jsonl must come out as that version wrote them.
+// results directory again from its raw records: every records.jsonl must
+// come out as that version wrote it, and every run.json with every field
+// that version wrote unchanged (fields added since may join them).
 func TestResummarizeOldResults(t *testing.T) {
 	const old = "../testdata/results-v1"
 	raws, err := filepath.Glob(filepath.Join(old, "runs", "*", "raw"))
@@ -358,11 +359,25 @@ func TestResummarizeOldResults(t *testing.T) {
 			if err := Write(dir, run, recs); err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range []string{"run.json", "records.jsonl"} {
-				want, _ := os.ReadFile(filepath.Join(filepath.Dir(raw), f))
-				got, _ := os.ReadFile(filepath.Join(dir, f))
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s differs from the one written with the results", f)
+			want, _ := os.ReadFile(filepath.Join(filepath.Dir(raw), "records.jsonl"))
+			got, _ := os.ReadFile(filepath.Join(dir, "records.jsonl"))
+			if !bytes.Equal(got, want) {
+				t.Errorf("records.jsonl differs from the one written with the results")
+			}
+			var old, now map[string]json.RawMessage
+			want, _ = os.ReadFile(filepath.Join(filepath.Dir(raw), "run.json"))
+			got, _ = os.ReadFile(filepath.Join(dir, "run.json"))
+			if err := errors.Join(json.Unmarshal(want, &old), json.Unmarshal(got, &now)); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range old {
+				if !bytes.Equal(now[k], v) {
+					t.Errorf("run.json: %s is %s, was %s", k, now[k], v)
+				}
+			}
+			for k, v := range now {
+				if _, ok := old[k]; !ok {
+					t.Logf("run.json: new %s: %s", k, v)
 				}
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"replenish/experiments/report"
 	"replenish/metrics"
 	"replenish/records"
+	"replenish/transport"
 )
 
 // videoData is what a video run's sender and viewer recorded.
@@ -17,6 +18,7 @@ type videoData struct {
 	Conns     []records.Conn
 	Received  []records.ViewerFrame
 	Displayed []records.ViewerFrame
+	Lost      []records.ViewerFrame // "lost" lines: frames that never arrived whole
 }
 
 // readSenderRecords reads cmd/sender's records file.
@@ -40,6 +42,8 @@ func readViewerRecords(path string, v *videoData) error {
 			return records.Append(&v.Received, line)
 		case records.KindDisplayed:
 			return records.Append(&v.Displayed, line)
+		case records.KindLost:
+			return records.Append(&v.Lost, line)
 		}
 		return nil
 	})
@@ -150,6 +154,9 @@ func summarizeVideo(in Input, v videoData) (report.Run, []records.RunLine) {
 		endUs = max(endUs, c.EndUs)
 	}
 	t := videoTally{endUs: endUs, parts: map[string][]float64{}, sizes: map[[2]int]int{}}
+	if in.Spec.Mode.Policy == transport.Expire {
+		t.expireUs = in.Spec.Mode.Expire.Microseconds()
+	}
 	recs := make([]records.RunLine, 0, len(frames)+len(in.Samples))
 	for _, f := range frames {
 		rec := frameLine(tl, f)
@@ -160,6 +167,9 @@ func summarizeVideo(in Input, v videoData) (report.Run, []records.RunLine) {
 	}
 	t.fill(&r)
 	received(&r, in, v.Received)
+	lossFields(&r, in, v)
+	sweepFields(&r, in, frames, v.Received)
+	pageFields(&r, in, v.Displayed)
 	rs := make([]retransSample, 0, len(v.Frames))
 	for _, f := range v.Frames {
 		if f.WriteStartUs > 0 { // a frame whose record was lost has none
@@ -194,6 +204,11 @@ func frameLine(tl Timeline, f joinedFrame) records.RunLine {
 // videoTally gathers the frames captured in the measured window.
 type videoTally struct {
 	endUs int64 // when the sender stopped; 0 if unknown
+	// expireUs is the expiry of QUIC's expire mode in µs, 0 in other
+	// modes: a frame that never left and was never received, written more
+	// than this before the sender stopped, was reset or dropped.
+	expireUs int64
+	expired  int // such frames
 
 	frames                 int
 	delays, c2r, g2g       []float64
@@ -220,6 +235,10 @@ func (t *videoTally) add(f joinedFrame, rec records.RunLine) {
 	written := f.WriteStartUs
 	if written == 0 {
 		written = f.EncodeEndUs
+	}
+	if t.expireUs > 0 && rec.SourceDelayMs == nil && f.ReceivedUs == 0 && written > 0 && t.endUs > written+t.expireUs {
+		t.expired++ // a loss, not a delay: frames_lost and freezes count it
+		return
 	}
 	switch {
 	case rec.SourceDelayMs != nil:
@@ -272,6 +291,10 @@ func (t *videoTally) fill(r *report.Run) {
 // a bound, of n frames.
 func (t *videoTally) notes(n, misreads int) []string {
 	var notes []string
+	if t.expired > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d frames captured in the window expired (their stream was reset, or they were dropped unsent) "+
+			"and are left out of source delay and capture to received; frames_lost, freezes and expiry count them", t.expired, n))
+	}
 	if t.lost > 0 {
 		what := ""
 		if t.endUs > 0 {

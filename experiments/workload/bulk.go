@@ -18,8 +18,15 @@ import (
 
 // Ports and addresses inside a path's namespaces.
 const (
-	Port       = 9000             // on the receiver's address: the sink, the rr server, the viewer's media
-	ViewerHTTP = "127.0.0.1:8080" // the viewer's page and API, inside the receiver's namespace
+	Port     = 9000 // on the receiver's address: the sink, the rr server, the viewer's media
+	HTTPPort = 8080 // the viewer's page, API and WHIP endpoint
+	// ViewerListenHTTP is where the viewer serves them: every address of
+	// the receiver's namespace, so that a WebRTC sender reaches /whip
+	// across the path.
+	ViewerListenHTTP = "0.0.0.0:8080"
+	// ViewerHTTP is how a client inside the receiver's namespace reaches
+	// them.
+	ViewerHTTP = "127.0.0.1:8080"
 )
 
 // Times a run gives its processes.

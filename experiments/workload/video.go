@@ -30,17 +30,20 @@ const statsEvery = time.Second
 // Video is a video run's processes: cmd/viewer in a path's receiver
 // namespace, cmd/sender in its sender namespace, and with the run's
 // Browser headless Chromium on this host showing the viewer's page through
-// a proxy into the namespace. Its methods are safe for concurrent use, but
+// a proxy into the namespace, or, with a page leg, across that leg's own
+// path from the viewer. Its methods are safe for concurrent use, but
 // StartReceiver, StartSender and Stop are called in that order, once.
 type Video struct {
 	spec  scenario.Run
 	p     *emu.Path
+	page  *emu.Path // the page's leg, nil without one
 	dir   string
 	progs Programs
 	log   *slog.Logger
 
 	recv, send *proc.Proc   // set by the Start methods
 	client     *http.Client // into the receiver's namespace
+	token      string       // the viewer's
 
 	mu     sync.Mutex // guards the fields below
 	c2r99  float64    // ms: the viewer's latest capture-to-received p99
@@ -53,25 +56,47 @@ type Video struct {
 }
 
 // NewVideo returns the processes of the video run spec on p, with their
-// files in dir. It starts nothing; log receives the browser's troubles.
-func NewVideo(spec scenario.Run, p *emu.Path, dir string, progs Programs, log *slog.Logger) *Video {
-	return &Video{spec: spec, p: p, dir: dir, progs: progs, log: log, c2r99: math.NaN(), srcP50: math.NaN()}
+// files in dir; page is the page's leg (spec.Page; its sender side p's
+// receiver namespace), or nil. It starts nothing; log receives the
+// browser's troubles.
+func NewVideo(spec scenario.Run, p, page *emu.Path, dir string, progs Programs, log *slog.Logger) *Video {
+	return &Video{spec: spec, p: p, page: page, dir: dir, progs: progs, log: log, c2r99: math.NaN(), srcP50: math.NaN()}
 }
 
-// StartReceiver starts the viewer and returns once its API answers.
+// fingerprintFile is where the viewer writes its fingerprint, in a run's
+// raw directory.
+const fingerprintFile = "viewer.fingerprint"
+
+// StartReceiver starts the viewer and returns once its API answers and its
+// fingerprint is written.
 func (v *Video) StartReceiver(ctx context.Context) error {
-	v.client = StatsClient(v.p)
 	var err error
-	v.recv, err = StartViewer(ctx, v.p, v.client, v.progs.Viewer, filepath.Join(v.dir, records.ViewerFile), filepath.Join(v.dir, "viewer.log"))
+	if v.token, err = NewToken(); err != nil {
+		return err
+	}
+	v.client = StatsClient(v.p, v.token, filepath.Join(v.dir, fingerprintFile))
+	vw := Viewer{Program: v.progs.Viewer, Token: v.token, Records: filepath.Join(v.dir, records.ViewerFile),
+		Fingerprint: filepath.Join(v.dir, fingerprintFile)}
+	if v.spec.Page != nil {
+		vw.PageMode = v.spec.Page.Mode
+	}
+	v.recv, err = StartViewer(ctx, v.p, v.client, vw, filepath.Join(v.dir, "viewer.log"))
 	return err
 }
 
-// StartSender starts the sender, the stats poller and, with a browser,
-// the proxy and headless Chromium.
+// StartSender starts the sender (a QUIC or WebRTC sender pinned to the
+// fingerprint the viewer wrote), the stats poller and, with a browser, the proxy and
+// headless Chromium.
 func (v *Video) StartSender(ctx context.Context) error {
-	s := Sender{Program: v.progs.Sender, Name: v.spec.Mode.String(), Mode: v.spec.Mode, Bitrate: v.spec.VideoBitrate(),
-		MaxRes: v.spec.MaxRes, Records: filepath.Join(v.dir, records.SenderFile)}
+	s := Sender{Program: v.progs.Sender, Transport: v.spec.TransportName(), Name: StreamName(v.spec.TransportName(), v.spec.ModeName()),
+		Mode: v.spec.Mode, Bitrate: v.spec.VideoBitrate(), MaxRes: v.spec.MaxRes, Records: filepath.Join(v.dir, records.SenderFile),
+		Token: v.token}
 	var err error
+	if s.Transport == scenario.QUIC || s.Transport == scenario.WebRTC {
+		if s.Pin, err = ReadFingerprint(filepath.Join(v.dir, fingerprintFile)); err != nil {
+			return fmt.Errorf("the viewer's fingerprint: %w", err)
+		}
+	}
 	if v.send, err = StartSender(v.p, "sender", s, filepath.Join(v.dir, "sender.log")); err != nil {
 		return err
 	}
@@ -121,7 +146,12 @@ func (v *Video) startBrowser(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v.srv = &http.Server{Handler: PageProxy(v.p), ReadHeaderTimeout: 10 * time.Second}
+	fp := filepath.Join(v.dir, fingerprintFile)
+	proxy := PageProxy(v.p, v.token, fp)
+	if v.page != nil {
+		proxy = PageLegProxy(v.page, v.token, fp)
+	}
+	v.srv = &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	v.wg.Go(func() { v.srv.Serve(ln) })
 	profile, err := os.MkdirTemp("", "replenish-chromium-")
 	if err != nil {
@@ -143,6 +173,16 @@ func (v *Video) startBrowser(ctx context.Context) error {
 		<-ctx.Done()
 	})
 	return nil
+}
+
+// StreamName is a sender's stream name for a transport and a mode name:
+// the mode alone over TCP (as before transports), "quic replenish=15ms",
+// "webrtc gcc".
+func StreamName(transportName, mode string) string {
+	if transportName == scenario.TCP || transportName == "" {
+		return mode
+	}
+	return transportName + " " + mode
 }
 
 // Procs returns the processes started so far.

@@ -17,6 +17,11 @@
 // The video workload is cmd/viewer in the receiver's namespace and
 // cmd/sender in the sender's (Video), optionally with headless Chromium on
 // this host showing the viewer's page through a proxy into the namespace.
+// The sender speaks the run's transport: TCP or QUIC to the viewer's media
+// port (QUIC pinned to the fingerprint the viewer writes to a file, and to
+// nothing else), or WebRTC to the viewer's WHIP endpoint, which listens
+// beyond loopback and so has a per-run token (in the processes'
+// environment; the harness's own clients add it to their requests).
 package workload
 
 import (

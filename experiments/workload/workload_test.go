@@ -2,14 +2,23 @@ package workload
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"replenish/experiments/scenario"
 	"replenish/framer"
+	"replenish/internal/certs"
+	"replenish/rate"
 	"replenish/transport"
+	"replenish/viewer"
 )
 
 func TestRRAnswerIsOneFrame(t *testing.T) {
@@ -90,4 +99,121 @@ func TestParseSpecErrors(t *testing.T) {
 	if code := Main(t.Context(), RRServer, nil, io.Discard, &out); code != 2 || !strings.Contains(out.String(), "rr-server: need -listen") {
 		t.Errorf("Main with bad flags: code %d, %q", code, out.String())
 	}
+}
+
+// TestSenderArgs checks each transport's command line: the media address
+// for TCP and QUIC (QUIC with the pin it was given, and never without
+// one), the WHIP URL and the clock probes' address for WebRTC.
+func TestSenderArgs(t *testing.T) {
+	pin, err := certs.ParseFingerprint("sha256:" + strings.Repeat("ab", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Sender{Program: "sender", Name: "n", Mode: mustMode(t, "replenish=15ms"), Bitrate: 2 * rate.Mbps, MaxRes: "640x360", Records: "r.jsonl"}
+	for _, tc := range []struct {
+		transport string
+		pin       certs.Fingerprint
+		want      string
+	}{
+		{"", certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -to 10.0.0.2:9000 -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
+		{scenario.TCP, certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -to 10.0.0.2:9000 -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
+		{scenario.QUIC, pin, "sender -name n -status=false -bitrate 2mbit -transport quic -to 10.0.0.2:9000 -pin " + pin.String() +
+			" -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
+		{scenario.WebRTC, pin, "sender -name n -status=false -bitrate 2mbit -transport webrtc -to https://10.0.0.2:8080/whip -pin " + pin.String() +
+			" -probe 10.0.0.2:9000 -max-res 640x360 -records r.jsonl"},
+	} {
+		s := base
+		s.Transport, s.Pin = tc.transport, tc.pin
+		argv, err := s.args("10.0.0.2:9000", "10.0.0.2:8080")
+		if got := strings.Join(argv, " "); err != nil || got != tc.want {
+			t.Errorf("%q: %q, %v\nwant %q", tc.transport, got, err, tc.want)
+		}
+	}
+	s := base
+	s.Transport = scenario.QUIC
+	if _, err := s.args("a:1", "a:2"); err == nil {
+		t.Error("a QUIC sender without a pin was started")
+	}
+	s.Transport = scenario.WebRTC
+	if _, err := s.args("a:1", "a:2"); err == nil {
+		t.Error("a WebRTC sender without a pin was started")
+	}
+	s.Transport = "sctp"
+	if _, err := s.args("a:1", "a:2"); err == nil {
+		t.Error("an unknown transport was accepted")
+	}
+}
+
+func TestViewerArgs(t *testing.T) {
+	v := Viewer{Program: "viewer", Token: "s3cret-token", Fingerprint: "fp", Records: "v.jsonl", CertFile: "c.pem", KeyFile: "k.pem"}
+	got := strings.Join(v.args("10.0.0.2:9000"), " ")
+	if want := "viewer -listen 10.0.0.2:9000 -http 0.0.0.0:8080 -fingerprint-file fp -records v.jsonl -tls-cert c.pem -tls-key k.pem"; got != want {
+		t.Errorf("viewer args %q, want %q", got, want)
+	}
+	if strings.Contains(got, v.Token) {
+		t.Error("the token is on the command line")
+	}
+}
+
+// TestTokenTransport checks that requests through the stats client and
+// the page proxy carry the viewer's token both ways the viewer reads it.
+func TestTokenTransport(t *testing.T) {
+	var auth, cookie string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		if c, err := r.Cookie(viewer.TokenCookie); err == nil {
+			cookie = c.Value
+		}
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: tokenTransport{http.DefaultTransport, "s3cret"}}
+	resp, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if auth != "Bearer s3cret" || cookie != "s3cret" {
+		t.Errorf("Authorization %q, cookie %q; want the token in both", auth, cookie)
+	}
+}
+
+// TestCertificateAndFingerprint checks that a written certificate loads as
+// the viewer loads it, and that a fingerprint file reads back.
+func TestCertificateAndFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, err := WriteCertificate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	fp := certs.FingerprintOf(cert.Certificate[0])
+	path := filepath.Join(dir, "viewer.fingerprint")
+	if err := os.WriteFile(path, []byte(fp.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadFingerprint(path); err != nil || got != fp {
+		t.Errorf("ReadFingerprint = %v, %v; want %v", got, err, fp)
+	}
+	os.WriteFile(path, []byte("sha256:beef\n"), 0o644)
+	if _, err := ReadFingerprint(path); err == nil {
+		t.Error("a malformed fingerprint was read")
+	}
+	if a, _ := NewToken(); len(a) != 32 {
+		t.Errorf("token %q", a)
+	}
+}
+
+func mustMode(t *testing.T, s string) transport.Mode {
+	t.Helper()
+	m, err := transport.ParseMode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -10,10 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/sender"
 	"replenish/transport"
+	"replenish/transport/quic"
 	"replenish/transport/tcp"
+	"replenish/transport/webrtc"
 	"replenish/viewer"
 )
 
@@ -23,7 +26,8 @@ type Config struct {
 	// is to decode needs a real one: sender.NewEncoderOf(vpx.NewEncoder).
 	NewEncoder sender.NewEncoderFunc
 	Name       string         // stream name; "" means "loopback"
-	Mode       transport.Mode // the zero value is replenish with the default replenish time
+	Transport  string         // "tcp" (the zero value), "quic" or "webrtc"
+	Mode       transport.Mode // the zero value is replenish with the default replenish time; WebRTC ignores it
 	MaxSize    media.Size     // zero means 640x360
 	FPS        int            // zero means 30
 	OnRecord   func(viewer.Record)
@@ -66,7 +70,11 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 		return nil, err
 	}
 	src := media.NewSource(media.SourceConfig{FPS: cfg.FPS, Name: cfg.Name})
-	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, Mode: cfg.Mode.String(), MaxSize: cfg.MaxSize, FPS: cfg.FPS,
+	modeText := cfg.Mode.String()
+	if cfg.Transport == "webrtc" {
+		modeText = "gcc"
+	}
+	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, Mode: modeText, MaxSize: cfg.MaxSize, FPS: cfg.FPS,
 		Logger: cfg.Logger.With("part", "sender"), NewEncoder: cfg.NewEncoder})
 	if err != nil {
 		return nil, err
@@ -86,12 +94,35 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 	mediaAddr, httpAddr := v.Addrs()
 	r.PageURL = fmt.Sprintf("http://%s/", httpAddr)
 	r.goRun("source", func() error { return src.Run(ctx) })
+	dial, err := cfg.dialer(v, mediaAddr.String(), httpAddr.String())
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
 	r.goRun("sender", func() error {
 		defer s.Close()
-		addr := mediaAddr.String()
-		return s.Connect(ctx, sender.ConnectConfig{Dial: tcp.Dialer(addr, tcp.Config{Mode: cfg.Mode}), ProbeAddr: addr})
+		return s.Connect(ctx, sender.ConnectConfig{Dial: dial, ProbeAddr: mediaAddr.String()})
 	})
 	return r, nil
+}
+
+// dialer returns the sender's dial function for the configured transport:
+// TCP or QUIC (pinned to the viewer's certificate) to the media address,
+// or WHIP to the viewer's HTTP address.
+func (cfg Config) dialer(v *viewer.Server, media, http string) (transport.Dialer, error) {
+	switch cfg.Transport {
+	case "", "tcp":
+		return tcp.Dialer(media, tcp.Config{Mode: cfg.Mode}), nil
+	case "quic":
+		tlsConf, err := certs.ClientTLS(v.Fingerprint(), nil, "", quic.ALPN)
+		if err != nil {
+			return nil, err
+		}
+		return quic.Dialer(media, quic.Config{Mode: cfg.Mode, TLS: tlsConf}), nil
+	case "webrtc":
+		return webrtc.Dialer("http://"+http+"/whip", webrtc.Config{Name: cfg.Name}), nil
+	}
+	return nil, fmt.Errorf("rig: unknown transport %q (want tcp, quic or webrtc)", cfg.Transport)
 }
 
 func (r *Rig) goRun(what string, f func() error) {

@@ -27,6 +27,7 @@ type sim struct {
 	latestRung  media.Rung    // the rung it was rendered at
 	rung        media.Rung    // the rung the sender last chose
 	lastTaken   int64
+	lastWrite   time.Duration // when the last frame was written
 	state       appState
 	inv         invitation
 	keyReq      bool
@@ -64,13 +65,15 @@ type pendingFrame struct {
 // state and what the sender knows, and decides the rung and bitrate.
 func (s *sim) take(now time.Duration) {
 	k := s.latest
-	skipped := 0
+	skipped, late := 0, 0
 	if s.lastTaken >= 0 {
-		skipped = sender.SkippedFrames(s.capture(k)-s.capture(s.lastTaken), s.rung.Interval(s.cfg.FPS))
+		interval := s.rung.Interval(s.cfg.FPS)
+		skipped = sender.SkippedFrames(s.capture(k)-s.capture(s.lastTaken), interval)
+		late = min(skipped, int((s.inv.at-s.lastWrite)/interval))
 	}
 	o := sender.Observation{
 		Now: epoch.Add(now), DrainRate: s.inv.drain, AppLimited: s.inv.appLimited, Unsent: s.inv.unsent,
-		Skipped: skipped, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT,
+		Skipped: skipped, Late: late, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT,
 		Encoded: s.prevVideo, Written: s.prevBytes, EncodeTime: s.prevEncode,
 	}
 	d := s.ctrl.Update(o)
@@ -107,7 +110,7 @@ func (s *sim) onWrite(now time.Duration) {
 	s.frames = append(s.frames, p.f)
 	s.offsets = append(s.offsets, span{start, start + int64(p.bytes)})
 	s.prevBytes, s.prevVideo, s.prevEncode, s.prevKey = p.bytes, p.f.Video, p.f.Encode, p.f.Key
-	s.state = appWaiting
+	s.state, s.lastWrite = appWaiting, now
 	s.tcp.write(now, p.bytes)
 	s.checkInvite(now)
 }

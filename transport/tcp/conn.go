@@ -80,6 +80,10 @@ type Conn struct {
 	raw  syscall.RawConn
 	cfg  Config
 	opts Options
+	// passive: the Conn belongs to a Waiter and never reads the socket
+	// (neither the peer's packets nor, since timestamps are off, the
+	// error queue); its owner reads and writes it.
+	passive bool
 
 	wbuf []byte // WriteFrame's framing buffer; sending goroutine only
 	// testHookBeforeWrite, if set, runs just before WriteFrame's write.
@@ -186,6 +190,12 @@ func Dialer(addr string, cfg Config) transport.Dialer {
 // left open. The caller must not read from or
 // write to tc directly afterwards.
 func New(tc *net.TCPConn, cfg Config) (*Conn, error) {
+	return newConn(tc, cfg, false)
+}
+
+// newConn is New; a passive Conn (a Waiter's) never reads the socket,
+// whose owner does.
+func newConn(tc *net.TCPConn, cfg Config, passive bool) (*Conn, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -198,6 +208,7 @@ func New(tc *net.TCPConn, cfg Config) (*Conn, error) {
 		tc:      tc,
 		raw:     raw,
 		cfg:     cfg,
+		passive: passive,
 		pending: newPendingQueue(cfg.MaxPending),
 		est:     drain.New(drain.Config{}),
 	}
@@ -342,7 +353,9 @@ func (c *Conn) Poll() error {
 		if c.opts.Timestamping != 0 {
 			c.drainLocked(int(fd))
 		}
-		c.drainInLocked(int(fd))
+		if !c.passive {
+			c.drainInLocked(int(fd))
+		}
 		c.mu.Unlock()
 	})
 	c.deliver()

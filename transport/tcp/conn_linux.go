@@ -303,32 +303,19 @@ func (c *Conn) Wait(ctx context.Context) (transport.Invitation, error) {
 func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	wake := transport.WakeImmediate
-	switch cause {
-	case causeNetpoll:
-		wake = transport.WakeKernel
-		rev, err := pollOut(fd)
-		if err != nil {
-			res.err = err
-			return true
-		}
-		switch {
-		case rev&unix.POLLOUT != 0:
-			c.stats.KernelWakes++
-		case rev&unix.POLLERR != 0:
-			c.stats.ErrQueueWakes++
-		default:
-			c.stats.OtherWakes++
-		}
-	case causeTimer:
-		wake = transport.WakeTimer
+	wake, err := c.noteWakeLocked(fd, cause)
+	if err != nil {
+		res.err = err
+		return true
 	}
 	if c.opts.Timestamping != 0 {
 		c.drainLocked(fd)
 	}
-	if c.drainInLocked(fd); c.peerErr != nil {
-		res.err = c.peerErr
-		return true
+	if !c.passive {
+		if c.drainInLocked(fd); c.peerErr != nil {
+			res.err = c.peerErr
+			return true
+		}
 	}
 	for i := 0; ; i++ {
 		info, err := readInfo(fd, c.infoBuf[:])
@@ -379,6 +366,31 @@ func (c *Conn) step(fd int, cause wakeCause, res *waitResult) bool {
 		c.stats.Parks++
 		return false
 	}
+}
+
+// noteWakeLocked counts what woke a wait for cause, as poll(2) shows it
+// after a netpoller wake, and returns the invitation's Wake for it. c.mu
+// must be held.
+func (c *Conn) noteWakeLocked(fd int, cause wakeCause) (transport.Wake, error) {
+	switch cause {
+	case causeNetpoll:
+		rev, err := pollOut(fd)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case rev&unix.POLLOUT != 0:
+			c.stats.KernelWakes++
+		case rev&unix.POLLERR != 0:
+			c.stats.ErrQueueWakes++
+		default:
+			c.stats.OtherWakes++
+		}
+		return transport.WakeKernel, nil
+	case causeTimer:
+		return transport.WakeTimer, nil
+	}
+	return transport.WakeImmediate, nil
 }
 
 // pollOut polls fd for POLLOUT without waiting and returns the revents.

@@ -37,6 +37,18 @@ type pairOptions struct {
 // closes both at the end of the test.
 func newPair(t testing.TB, cfg Config, o pairOptions) endpoint {
 	t.Helper()
+	tc, peer := connectPair(t, o)
+	c, err := New(tc, cfg)
+	if err != nil {
+		t.Fatalf("New(%v): %v", cfg, err)
+	}
+	return endpoint{c: c, tc: tc, peer: peer}
+}
+
+// connectPair connects a socket to a peer on 127.0.0.1, applies o, and
+// closes both at the end of the test.
+func connectPair(t testing.TB, o pairOptions) (tc, peer *net.TCPConn) {
+	t.Helper()
 	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
 		if o.peerRcvBuf == 0 {
 			return nil
@@ -55,7 +67,7 @@ func newPair(t testing.TB, cfg Config, o pairOptions) endpoint {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	tc, err := net.DialTCP("tcp4", nil, ln.Addr().(*net.TCPAddr))
+	tc, err = net.DialTCP("tcp4", nil, ln.Addr().(*net.TCPAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +76,7 @@ func newPair(t testing.TB, cfg Config, o pairOptions) endpoint {
 		tc.Close()
 		t.Fatal(err)
 	}
-	peer := pc.(*net.TCPConn)
+	peer = pc.(*net.TCPConn)
 	t.Cleanup(func() { tc.Close(); peer.Close() })
 	if o.before != nil {
 		raw, _ := tc.SyscallConn()
@@ -73,11 +85,7 @@ func newPair(t testing.TB, cfg Config, o pairOptions) endpoint {
 			t.Fatal(err, berr)
 		}
 	}
-	c, err := New(tc, cfg)
-	if err != nil {
-		t.Fatalf("New(%v): %v", cfg, err)
-	}
-	return endpoint{c: c, tc: tc, peer: peer}
+	return tc, peer
 }
 
 // eventually polls cond until it holds, failing the test at the guard.

@@ -14,7 +14,12 @@
 // it with SetLead and is invited that much earlier. Invitations are
 // notification only: they never limit a write.
 //
-// Conn needs Linux; elsewhere New and Dial return ErrUnsupported.
+// A Waiter applies the same rule to a connection something else reads and
+// writes (the viewer's WebSocket to a page, say): it only waits, and its
+// owner writes after each invitation.
+//
+// Conn and Waiter need Linux; elsewhere New, Dial and NewWaiter return
+// ErrUnsupported.
 package tcp
 
 import (

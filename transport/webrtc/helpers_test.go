@@ -20,6 +20,7 @@ import (
 	pion "github.com/pion/webrtc/v4"
 
 	"replenish/framer"
+	"replenish/internal/rtc"
 	"replenish/transport"
 )
 
@@ -144,7 +145,7 @@ func (e *endpoint) receiver(t *testing.T) *receiver {
 // newReceiver answers offer as a viewer would.
 func newReceiver(offer string) (*receiver, string, error) {
 	m := &pion.MediaEngine{}
-	if err := m.RegisterCodec(videoCodec, pion.RTPCodecTypeVideo); err != nil {
+	if err := m.RegisterCodec(rtc.VP8, pion.RTPCodecTypeVideo); err != nil {
 		return nil, "", err
 	}
 	ext := pion.RTPHeaderExtensionCapability{URI: framer.AbsCaptureTimeURI}
@@ -162,7 +163,7 @@ func newReceiver(offer string) (*receiver, string, error) {
 		return nil, "", err
 	}
 	var s pion.SettingEngine
-	s.LoggerFactory = pionLogs{slog.New(slog.DiscardHandler)}
+	s.LoggerFactory = rtc.Logs{Log: slog.New(slog.DiscardHandler)}
 	s.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
 	s.SetIncludeLoopbackCandidate(true)
 	// A retransmission the tests ask for repeats a packet that arrived,

@@ -16,32 +16,15 @@ import (
 	pion "github.com/pion/webrtc/v4"
 
 	"replenish/framer"
+	"replenish/internal/rtc"
 )
-
-// videoCodec is the one codec the Conn offers: VP8 at the packetizer's
-// payload type, with the feedback it answers (NACK, PLI, FIR) and
-// transport-wide congestion control. No RTX: retransmissions go on the
-// media SSRC, since the GCC pacer forwards only the stream it was given.
-var videoCodec = pion.RTPCodecParameters{
-	RTPCodecCapability: pion.RTPCodecCapability{
-		MimeType:  pion.MimeTypeVP8,
-		ClockRate: framer.ClockRate,
-		RTCPFeedback: []pion.RTCPFeedback{
-			{Type: pion.TypeRTCPFBNACK},
-			{Type: pion.TypeRTCPFBNACK, Parameter: "pli"},
-			{Type: pion.TypeRTCPFBCCM, Parameter: "fir"},
-			{Type: pion.TypeRTCPFBTransportCC},
-		},
-	},
-	PayloadType: framer.DefaultPayloadType,
-}
 
 // mediaEngine returns the codecs and header extensions the Conn offers:
 // VP8, transport-wide sequence numbers and abs-capture-time, both sent
 // only.
 func mediaEngine() (*pion.MediaEngine, error) {
 	m := &pion.MediaEngine{}
-	if err := m.RegisterCodec(videoCodec, pion.RTPCodecTypeVideo); err != nil {
+	if err := m.RegisterCodec(rtc.VP8, pion.RTPCodecTypeVideo); err != nil {
 		return nil, err
 	}
 	for _, uri := range []string{sdp.TransportCCURI, framer.AbsCaptureTimeURI} {
@@ -60,7 +43,7 @@ func mediaEngine() (*pion.MediaEngine, error) {
 // sender reports. onBWE receives the estimator when the PeerConnection is
 // built.
 func (c *Conn) interceptors(onBWE func(cc.BandwidthEstimator)) (*interceptor.Registry, error) {
-	logs := pionLogs{c.log}
+	logs := rtc.Logs{Log: c.log}
 	reg := &interceptor.Registry{}
 	reg.Add(&departures{t: c.deps})
 	bwe, err := cc.NewInterceptor(func() (cc.BandwidthEstimator, error) {
@@ -101,7 +84,7 @@ func (c *Conn) interceptors(onBWE func(cc.BandwidthEstimator)) (*interceptor.Reg
 // without consent.
 func (c *Conn) settings() pion.SettingEngine {
 	var s pion.SettingEngine
-	s.LoggerFactory = pionLogs{c.log}
+	s.LoggerFactory = rtc.Logs{Log: c.log}
 	s.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
 	s.SetIncludeLoopbackCandidate(true)
 	s.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
@@ -129,7 +112,7 @@ func (c *Conn) newPeer() error {
 	if stream == "" {
 		stream = "replenish"
 	}
-	track, err := pion.NewTrackLocalStaticRTP(videoCodec.RTPCodecCapability, "video", stream)
+	track, err := pion.NewTrackLocalStaticRTP(rtc.VP8.RTPCodecCapability, "video", stream)
 	if err == nil {
 		c.pc, c.track = pc, track
 		var tr *pion.RTPTransceiver

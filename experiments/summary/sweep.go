@@ -1,0 +1,365 @@
+package summary
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"replenish/experiments/emu"
+	"replenish/experiments/report"
+	"replenish/metrics"
+	"replenish/records"
+)
+
+// What a video run's summary says of the path's use, for the sweep of
+// rates and paths: how the drain estimate compares with the bottleneck
+// rate, how long the link idled while frames waited, which rungs were
+// sent, the floor of capture to received, and how fast the run recovered
+// from each step of its schedule. experiments/README.md defines each
+// field.
+
+// Recovery criteria (see recoveries).
+const (
+	recoveryStride  = 100 * time.Millisecond // between two windows' starts
+	c2rWindow       = 500 * time.Millisecond // capture to received: the median of the frames captured in a window
+	c2rMinFrames    = 3                      // fewer frames in a window is not a recovery
+	c2rMarginMs     = 25                     // over floor_ms
+	utilWindow      = time.Second            // utilization: the media received in a window
+	utilTarget      = 0.9                    // of the bottleneck rate
+	recoverySustain = time.Second            // the criterion holds for every window starting within this
+)
+
+// IdleLog is what a run gathered of its bottleneck's idle spans
+// (emu.Path.TakeIdle).
+type IdleLog struct {
+	Known bool       // the spans were gathered (not for runs recorded before)
+	Spans [][2]int64 // [from, to] in µs since the epoch, in time order
+	Lost  int        // spans the emulator or the cap did not keep
+}
+
+// maxIdleSpans caps the spans an IdleLog keeps.
+const maxIdleSpans = 1 << 20
+
+// Add appends spans and counts lost ones.
+func (l *IdleLog) Add(spans []emu.IdleSpan, lost int) {
+	l.Known = true
+	l.Lost += lost
+	for _, s := range spans {
+		if len(l.Spans) >= maxIdleSpans {
+			l.Lost++
+			continue
+		}
+		l.Spans = append(l.Spans, [2]int64{s.From.UnixMicro(), s.To.UnixMicro()})
+	}
+}
+
+// windowFrames returns the frames the sender recorded that were captured
+// in the measured window.
+func windowFrames(tl Timeline, frames []joinedFrame) []joinedFrame {
+	var out []joinedFrame
+	for _, f := range frames {
+		if !f.viewerOnly && tl.in(f.CaptureUs) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// at returns the time of a stamp in µs since the epoch as a duration since
+// T0.
+func (tl Timeline) at(us int64) time.Duration {
+	return time.Duration(us-tl.T0.UnixMicro()) * time.Microsecond
+}
+
+// us returns a duration since T0 as µs since the epoch.
+func (tl Timeline) us(t time.Duration) int64 { return tl.T0.UnixMicro() + t.Microseconds() }
+
+// sweepFields sets r's drain ratio, idle fraction, rung fraction, floor
+// and recoveries, and notes why one is missing.
+func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.ViewerFrame) {
+	win := windowFrames(in.TL, frames)
+	r.RungFraction = rungFraction(win)
+	r.DrainRatio = drainRatio(in, win)
+	var note string
+	r.IdleFraction, note = idleFraction(in, frames)
+	if note != "" {
+		r.Notes = append(r.Notes, note)
+	}
+	floorAt, ok := floor(in, win)
+	if !ok {
+		return
+	}
+	r.FloorMs = ptr(math.Round(floorAt(in.Spec.Warmup)*1000) / 1000)
+	if len(in.Spec.Path.Schedule) > 0 {
+		r.RecoveryS = recoveries(in, frames, recv, floorAt)
+	}
+}
+
+// rungFraction returns the share of frames at each resolution, "WxH".
+func rungFraction(win []joinedFrame) map[string]float64 {
+	counts := map[string]int{}
+	n := 0
+	for _, f := range win {
+		if f.Width > 0 && f.Height > 0 {
+			counts[strconv.Itoa(f.Width)+"x"+strconv.Itoa(f.Height)]++
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(counts))
+	for k, c := range counts {
+		out[k] = math.Round(1e4*float64(c)/float64(n)) / 1e4
+	}
+	return out
+}
+
+// drainRatio returns the percentiles of the invitation's drain estimate
+// over the bottleneck rate when the frame was written, over the frames
+// whose estimate came from path-limited windows (the sender, or the queue
+// the network held, kept the bottleneck busy); nil when none did.
+func drainRatio(in Input, win []joinedFrame) *metrics.Percentiles {
+	var ratios []float64
+	for _, f := range win {
+		if !f.Drain.Known() || f.Drain.AppLimited {
+			continue
+		}
+		written := f.WriteStartUs
+		if written == 0 {
+			written = f.EncodeEndUs
+		}
+		if r := in.Spec.Path.RateAt(in.TL.at(written)); r > 0 {
+			ratios = append(ratios, float64(f.Drain.RateBps)/float64(r))
+		}
+	}
+	if len(ratios) == 0 {
+		return nil
+	}
+	p := metrics.Summarize(ratios).Only(metrics.P50 | metrics.P95 | metrics.Count).Round(4)
+	return &p
+}
+
+// floor returns floor_ms as a function of the time since T0: the one-way
+// delay then, plus the median frame's serialization at the bottleneck rate
+// then, plus the median encode, all over the window's frames. It reports
+// false without frames.
+func floor(in Input, win []joinedFrame) (func(time.Duration) float64, bool) {
+	var sizes, encodes []float64
+	for _, f := range win {
+		sizes = append(sizes, float64(f.Bytes))
+		if f.EncodeStartUs > 0 && f.EncodeEndUs >= f.EncodeStartUs {
+			encodes = append(encodes, ms(f.EncodeEndUs-f.EncodeStartUs))
+		}
+	}
+	if len(sizes) == 0 || len(encodes) == 0 {
+		return nil, false
+	}
+	slices.Sort(sizes)
+	slices.Sort(encodes)
+	size, encode := metrics.Percentile(sizes, 50), metrics.Percentile(encodes, 50)
+	p := in.Spec.Path
+	return func(t time.Duration) float64 {
+		fwd, _ := emu.SplitRTT(p.RTTAt(t))
+		return float64(fwd)/float64(time.Millisecond) + size*8/float64(p.RateAt(t))*1e3 + encode
+	}, true
+}
+
+// idleFraction returns the share of the measured window in which the
+// bottleneck was idle while the sender had a raw frame waiting to be
+// invited (waitSpans), or nil and why not.
+func idleFraction(in Input, frames []joinedFrame) (*float64, string) {
+	switch {
+	case !in.Idle.Known:
+		return nil, ""
+	case in.Idle.Lost > 0:
+		return nil, fmt.Sprintf("idle fraction unknown: %d of the bottleneck's idle spans were not kept", in.Idle.Lost)
+	}
+	from, to := in.TL.window()
+	idle := clip(in.Idle.Spans, from, to)
+	both := intersect(idle, waitSpans(frames))
+	var sum int64
+	for _, s := range both {
+		sum += s[1] - s[0]
+	}
+	v := math.Round(1e6*float64(sum)/float64(to-from)) / 1e6
+	return &v, ""
+}
+
+// waitSpans returns the spans, in µs since the epoch, in which the sender
+// had a raw frame waiting to be invited: for each frame encoded, from the
+// capture of the first raw frame after the one encoded before it (the
+// source renders at a steady rate, so the frames it skipped were evenly
+// spaced between the two captures) to its encode start. They are sorted
+// and merged.
+func waitSpans(frames []joinedFrame) [][2]int64 {
+	enc := make([]joinedFrame, 0, len(frames))
+	for _, f := range frames {
+		if !f.viewerOnly && f.CaptureUs > 0 && f.EncodeStartUs >= f.CaptureUs {
+			enc = append(enc, f)
+		}
+	}
+	slices.SortFunc(enc, func(a, b joinedFrame) int { return cmp.Compare(a.EncodeStartUs, b.EncodeStartUs) })
+	var spans [][2]int64
+	for i, f := range enc {
+		start := f.CaptureUs
+		if i > 0 && f.CaptureUs > enc[i-1].CaptureUs {
+			prev := enc[i-1].CaptureUs
+			start = prev + (f.CaptureUs-prev)/int64(f.Skipped+1)
+		}
+		spans = append(spans, [2]int64{start, f.EncodeStartUs})
+	}
+	return merge(spans)
+}
+
+// merge sorts spans by start and merges those that overlap.
+func merge(spans [][2]int64) [][2]int64 {
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var out [][2]int64
+	for _, s := range spans {
+		if s[1] <= s[0] {
+			continue
+		}
+		if n := len(out); n > 0 && s[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], s[1])
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// clip returns the parts of sorted, disjoint spans within [from, to].
+func clip(spans [][2]int64, from, to int64) [][2]int64 {
+	var out [][2]int64
+	for _, s := range spans {
+		a, b := max(s[0], from), min(s[1], to)
+		if b > a {
+			out = append(out, [2]int64{a, b})
+		}
+	}
+	return out
+}
+
+// intersect returns the intersection of two sorted lists of disjoint
+// spans.
+func intersect(a, b [][2]int64) [][2]int64 {
+	var out [][2]int64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		lo, hi := max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+		if hi > lo {
+			out = append(out, [2]int64{lo, hi})
+		}
+		if a[i][1] < b[j][1] {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+// recoveries returns, for each step of the run's schedule, the seconds
+// from the step until the run recovered from it, or nil when it did not
+// before the next step or the end of the window (or the step fell in the
+// warm-up). After a rise of the rate the criterion is utilization (utilOK);
+// after any other step (a fall of the rate, a change of the RTT) it is
+// capture to received (c2rOK), against floor_ms on the path after the step.
+func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, floorAt func(time.Duration) float64) []*float64 {
+	c2r := c2rOK(in, frames, floorAt)
+	util := utilOK(in, recv)
+	steps := in.Spec.Path.Schedule
+	out := make([]*float64, len(steps))
+	prevRate := in.Spec.Path.Rate
+	for i, st := range steps {
+		rising := st.Rate > prevRate
+		if st.Rate > 0 {
+			prevRate = st.Rate
+		}
+		if st.At < in.Spec.Warmup {
+			continue
+		}
+		horizon := in.Spec.Total()
+		if i+1 < len(steps) {
+			horizon = min(horizon, steps[i+1].At)
+		}
+		if rising {
+			out[i] = firstSustained(st.At, horizon, utilWindow, util)
+		} else {
+			out[i] = firstSustained(st.At, horizon, c2rWindow, c2r)
+		}
+	}
+	return out
+}
+
+// firstSustained returns the seconds from step to the first window start
+// t (step, step+recoveryStride, ...) such that ok holds for every window
+// start in [t, t+recoverySustain], counting only windows of width that end
+// by horizon; nil if there is none.
+func firstSustained(step, horizon, width time.Duration, ok func(time.Duration) bool) *float64 {
+	n := int((horizon-width-step)/recoveryStride) + 1
+	need := int(recoverySustain/recoveryStride) + 1
+	if n < need {
+		return nil
+	}
+	oks := make([]bool, n)
+	for k := range oks {
+		oks[k] = ok(step + time.Duration(k)*recoveryStride)
+	}
+	for k := 0; k+need <= n; k++ {
+		if !slices.Contains(oks[k:k+need], false) {
+			v := (time.Duration(k) * recoveryStride).Seconds()
+			return &v
+		}
+	}
+	return nil
+}
+
+// c2rOK returns whether, for the window [t, t+c2rWindow), at least
+// c2rMinFrames frames captured in it were received, with a median capture
+// to received at most floor_ms (on the path at t) plus c2rMarginMs.
+func c2rOK(in Input, frames []joinedFrame, floorAt func(time.Duration) float64) func(time.Duration) bool {
+	type point struct{ capture, c2r int64 }
+	var pts []point
+	for _, f := range frames {
+		if f.ReceivedUs > 0 && f.CaptureUs > 0 {
+			pts = append(pts, point{f.CaptureUs, f.ReceivedUs - f.CaptureUs})
+		}
+	}
+	slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.capture, b.capture) })
+	return func(t time.Duration) bool {
+		from, to := in.TL.us(t), in.TL.us(t+c2rWindow)
+		i := sort.Search(len(pts), func(i int) bool { return pts[i].capture >= from })
+		var vals []float64
+		for ; i < len(pts) && pts[i].capture < to; i++ {
+			vals = append(vals, ms(pts[i].c2r))
+		}
+		if len(vals) < c2rMinFrames {
+			return false
+		}
+		slices.Sort(vals)
+		return metrics.Percentile(vals, 50) <= floorAt(t)+c2rMarginMs
+	}
+}
+
+// utilOK returns whether the media received in [t, t+utilWindow) is at
+// least utilTarget of the bottleneck rate at t.
+func utilOK(in Input, recv []records.ViewerFrame) func(time.Duration) bool {
+	byRecv := slices.Clone(recv)
+	slices.SortFunc(byRecv, func(a, b records.ViewerFrame) int { return cmp.Compare(a.ReceivedUs, b.ReceivedUs) })
+	sums := make([]int64, len(byRecv)+1) // sums[i]: bytes of the first i
+	for i, r := range byRecv {
+		sums[i+1] = sums[i] + int64(r.Bytes)
+	}
+	idx := func(us int64) int {
+		return sort.Search(len(byRecv), func(i int) bool { return byRecv[i].ReceivedUs >= us })
+	}
+	return func(t time.Duration) bool {
+		bytes := sums[idx(in.TL.us(t+utilWindow))] - sums[idx(in.TL.us(t))]
+		return float64(bytes)*8/utilWindow.Seconds() >= utilTarget*float64(in.Spec.Path.RateAt(t))
+	}
+}

@@ -1,0 +1,265 @@
+package summary
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"replenish/experiments/emu"
+	"replenish/experiments/scenario"
+	"replenish/rate"
+	"replenish/records"
+)
+
+// videoInput is bulkInput's run as video at 1 Mb/s: a 2 s warm-up and an
+// 8 s window, 40 ms RTT.
+func videoInput() Input {
+	in := bulkInput()
+	in.Spec.Workload = scenario.Workload{Kind: scenario.KindVideo}
+	in.Spec.Path.Rate = rate.Mbps
+	return in
+}
+
+func TestSweepFieldsOfVideo(t *testing.T) {
+	in := videoInput()
+	v := videoRecords()
+	// The estimate: path-limited at 0.9 and 1.1 times the rate, alternately;
+	// every fifth frame app-limited at half the rate, left out.
+	for i := range v.Frames {
+		d := &records.Drain{Source: "measured", RateBps: 900_000}
+		if i%2 == 1 {
+			d.RateBps = 1_100_000
+		}
+		if i%5 == 0 {
+			d.RateBps, d.AppLimited = 500_000, true
+		}
+		v.Frames[i].Drain = d
+	}
+	r, _ := summarizeVideo(in, v)
+	// Frames 60 to 299: 80 of them (multiples of 3) at 320x180.
+	if got := r.RungFraction; len(got) != 2 || got["320x180"] != 0.3333 || got["640x360"] != 0.6667 {
+		t.Errorf("rung fraction %v, want 1/3 at 320x180 and 2/3 at 640x360", got)
+	}
+	// 20 ms one way + 5000 B at 1 Mb/s + a 3 ms encode.
+	if r.FloorMs == nil || !near(*r.FloorMs, 20+40+3, 1e-9) {
+		t.Errorf("floor %v ms, want 63", r.FloorMs)
+	}
+	if d := r.DrainRatio; d == nil || d.N != 192 || !near(d.P50, 0.9, 1e-9) || !near(d.P95, 1.1, 1e-9) {
+		t.Errorf("drain ratio %+v, want 0.9 and 1.1 over the 192 path-limited frames", d)
+	}
+	if r.IdleFraction != nil || r.RecoveryS != nil {
+		t.Errorf("idle fraction %v and recoveries %v without idle spans or a schedule", r.IdleFraction, r.RecoveryS)
+	}
+	if r.Freezes == nil || r.Freezes.Count != 0 || *r.FramesLost != 0 || *r.Undecodable != 0 || r.Expiry != nil {
+		t.Errorf("freezes %+v, lost %v, undecodable %v, expiry %+v; want none", r.Freezes, r.FramesLost, r.Undecodable, r.Expiry)
+	}
+}
+
+func TestWaitSpans(t *testing.T) {
+	// Frame 0 waited from its capture; frame 1 was captured 100 ms after
+	// frame 0 with two frames skipped in between, so a raw frame waited
+	// from a third of the way.
+	frames := []joinedFrame{
+		{Frame: records.Frame{CaptureUs: at(0), EncodeStartUs: at(5 * time.Millisecond)}},
+		{Frame: records.Frame{CaptureUs: at(100 * time.Millisecond), EncodeStartUs: at(110 * time.Millisecond), Skipped: 2}},
+		{Frame: records.Frame{CaptureUs: at(120 * time.Millisecond)}, viewerOnly: true},
+	}
+	got := waitSpans(frames)
+	want := [][2]int64{{at(0), at(5 * time.Millisecond)}, {at(0) + 100000/3, at(110 * time.Millisecond)}}
+	if !slices.Equal(got, want) {
+		t.Errorf("wait spans %v, want %v", got, want)
+	}
+	if got := merge([][2]int64{{5, 9}, {1, 3}, {2, 4}, {9, 10}, {7, 7}}); !slices.Equal(got, [][2]int64{{1, 4}, {5, 10}}) {
+		t.Errorf("merge = %v", got)
+	}
+	if got := intersect([][2]int64{{0, 10}, {20, 30}}, [][2]int64{{5, 25}, {28, 40}}); !slices.Equal(got, [][2]int64{{5, 10}, {20, 25}, {28, 30}}) {
+		t.Errorf("intersect = %v", got)
+	}
+	if got := clip([][2]int64{{0, 10}, {20, 30}, {40, 50}}, 5, 25); !slices.Equal(got, [][2]int64{{5, 10}, {20, 25}}) {
+		t.Errorf("clip = %v", got)
+	}
+}
+
+func TestIdleFraction(t *testing.T) {
+	in := videoInput()
+	frames, _ := joinFrames(videoRecords()) // each waits 1 ms, from its capture to its encode
+	if f, note := idleFraction(in, frames); f != nil || note != "" {
+		t.Errorf("without idle spans: %v, %q", f, note)
+	}
+	// Idle from 0 to 6 s: the window's first 4 s, with 120 frames
+	// waiting 1 ms each, over an 8 s window.
+	var log IdleLog
+	log.Add([]emu.IdleSpan{{From: t0, To: t0.Add(6 * time.Second)}}, 0)
+	in.Idle = log
+	if f, _ := idleFraction(in, frames); f == nil || !near(*f, 0.120/8, 1e-9) {
+		t.Errorf("idle fraction %v, want %v", f, 0.120/8)
+	}
+	in.Idle.Lost = 1
+	if f, note := idleFraction(in, frames); f != nil || note == "" {
+		t.Errorf("with lost spans: %v, %q; want unknown, with a note", f, note)
+	}
+}
+
+func TestFreezesAndLosses(t *testing.T) {
+	in := videoInput()
+	v := videoRecords()
+	// Frames 200 to 215 never arrive: a gap of 17 frame intervals; frames
+	// 250 to 259 arrive undecodable, a gap of 11 intervals; the last 20
+	// frames never arrive, a gap that runs to the window's end. The viewer
+	// found 16 frames lost in the window, 3 before.
+	var recv []records.ViewerFrame
+	for _, x := range v.Received {
+		i := (int(x.RTPTimestamp) - 1000) / 3000
+		switch {
+		case i >= 200 && i <= 215, i >= 280:
+			continue
+		case i >= 250 && i <= 259:
+			x.Undecodable = true
+		}
+		recv = append(recv, x)
+	}
+	v.Received = recv
+	v.Lost = []records.ViewerFrame{
+		{Kind: records.KindLost, ReceivedUs: at(time.Second), LostFrames: 3},
+		{Kind: records.KindLost, ReceivedUs: at(7 * time.Second), LostFrames: 16},
+	}
+	in.Spec.Mode = mustMode("expire=100ms")
+	v.Conns = []records.Conn{{BytesWritten: 100000, ExpiredDropped: 2, ExpiredReset: 3, BytesReset: 5000}, {BytesWritten: 100000, BytesReset: 5000}}
+	r, _ := summarizeVideo(in, v)
+	interval := 1000.0 / 30
+	// Frame 279 arrives at 9.4 s: 0.6 s to the window's end.
+	wantTotal := 17*interval + 11*interval + 600
+	if f := r.Freezes; f == nil || f.Count != 3 || !near(f.TotalMs, wantTotal, 0.01) {
+		t.Errorf("freezes %+v, want 3 of %.1f ms in all", f, wantTotal)
+	}
+	if *r.FramesLost != 16 || *r.Undecodable != 10 {
+		t.Errorf("lost %d, undecodable %d; want 16 and 10", *r.FramesLost, *r.Undecodable)
+	}
+	if e := r.Expiry; e == nil || e.Dropped != 2 || e.Reset != 3 || e.BytesReset != 10000 || e.Waste != 0.05 {
+		t.Errorf("expiry %+v", e)
+	}
+}
+
+// stepRecords is a 30 fps run of 14 s at 1 Mb/s that halves at 5 s and
+// doubles back at 8 s: frames of 5000 B, received 100 ms after capture but
+// 400 ms after from the halving to 6.5 s, except for a lucky half second
+// from 5.4 s; from the doubling to 9 s the frames are 3000 B (0.72 Mb/s,
+// under 90% of the rate).
+func stepRecords() videoData {
+	var v videoData
+	for i := range 14 * 30 {
+		capture := time.Duration(i) * time.Second / 30
+		delay, size := 100*time.Millisecond, 5000
+		if capture >= 5*time.Second && capture < 6500*time.Millisecond && (capture < 5400*time.Millisecond || capture >= 5900*time.Millisecond) {
+			delay = 400 * time.Millisecond
+		}
+		if capture >= 8*time.Second && capture < 9*time.Second {
+			size = 3000
+		}
+		ts := uint32(1000 + 3000*i)
+		v.Frames = append(v.Frames, records.Frame{RTPTimestamp: ts, CaptureUs: at(capture), EncodeStartUs: at(capture + time.Millisecond),
+			EncodeEndUs: at(capture + 4*time.Millisecond), WriteStartUs: at(capture + 5*time.Millisecond), Bytes: size, Width: 640, Height: 360})
+		v.Received = append(v.Received, records.ViewerFrame{Kind: records.KindReceived, RTPTimestamp: ts, CaptureUs: at(capture),
+			ReceivedUs: at(capture + delay), Bytes: size})
+	}
+	return v
+}
+
+func TestRecoveries(t *testing.T) {
+	in := videoInput()
+	in.Spec.Duration = 12 * time.Second
+	in.TL.Duration = in.Spec.Duration
+	in.Spec.Path.Schedule = []scenario.Step{
+		{At: time.Second, RTT: 80 * time.Millisecond}, // in the warm-up: not measured
+		{At: 5 * time.Second, Rate: 500 * rate.Kbps},
+		{At: 8 * time.Second, Rate: rate.Mbps},
+		{At: 13 * time.Second, RTT: 40 * time.Millisecond}, // too close to the end to judge
+	}
+	r, _ := summarizeVideo(in, stepRecords())
+	// After the halving the floor is 40 ms one way + 80 ms + 3 ms: the
+	// 400 ms frames are over it, the 100 ms ones under. The window
+	// starting at 5.4 s is under, but those from 5.7 s are over again: no
+	// recovery yet. A window starting at 6.3 s holds 6 of the slow frames
+	// among 15: its median is back, and stays.
+	// After the doubling the media is 0.72 Mb/s until 9 s: a second's
+	// window of arrivals starting at 8.5 s holds 18 frames of 3000 B and
+	// 12 of 5000 B, 0.912 Mb/s; one at 8.4 s, 21 and 9, 0.864 Mb/s.
+	want := []float64{math.NaN(), 1.3, 0.5, math.NaN()}
+	if len(r.RecoveryS) != len(want) {
+		t.Fatalf("recoveries %v, want %v", r.RecoveryS, want)
+	}
+	for i, w := range want {
+		got := r.RecoveryS[i]
+		if (got == nil) != math.IsNaN(w) || (got != nil && !near(*got, w, 1e-9)) {
+			t.Errorf("step %d: recovery %v, want %v", i, fmtPtr(got), w)
+		}
+	}
+	if r.Schedule != "1s=/80ms,5s=500kbit,8s=1mbit,13s=/40ms" {
+		t.Errorf("schedule %q", r.Schedule)
+	}
+}
+
+func fmtPtr(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// TestIdleSaved checks that the idle spans survive input.json, and that
+// an input.json written before them reads as unknown.
+func TestIdleSaved(t *testing.T) {
+	dir := t.TempDir()
+	in := videoInput()
+	in.Idle.Add([]emu.IdleSpan{{From: t0.Add(time.Second), To: t0.Add(2 * time.Second)}}, 2)
+	if err := SaveInput(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadInput(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Idle.Known || got.Idle.Lost != 2 || !slices.Equal(got.Idle.Spans, in.Idle.Spans) {
+		t.Errorf("idle read back as %+v, want %+v", got.Idle, in.Idle)
+	}
+	in.Idle = IdleLog{}
+	if err := SaveInput(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadInput(dir); err != nil || got.Idle.Known {
+		t.Errorf("no spans read back as %+v, %v", got.Idle, err)
+	}
+}
+
+// TestExpiredFrames checks that in the expire mode a frame that never left
+// and never arrived counts as expired, not as a delay that lasted until
+// the sender stopped.
+func TestExpiredFrames(t *testing.T) {
+	in := videoInput()
+	v := videoRecords()
+	v.Conns = []records.Conn{{EndUs: at(12 * time.Second), Frames: 300, ExpiredReset: 10}}
+	var recv []records.ViewerFrame
+	for _, x := range v.Received {
+		if i := (int(x.RTPTimestamp) - 1000) / 3000; i < 100 || i >= 110 {
+			recv = append(recv, x)
+		}
+	}
+	v.Received = recv
+	for i := 100; i < 110; i++ {
+		v.Frames[i].LeftHostUs = 0
+	}
+	for _, mode := range []string{"expire=100ms", "replenish=15ms"} {
+		in.Spec.Mode = mustMode(mode)
+		r, _ := summarizeVideo(in, v)
+		expired := slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "10 of 240 frames captured in the window expired") })
+		bounds := r.SourceDelayMs.P99 > 1000
+		if mode == "expire=100ms" && (!expired || bounds || !near(r.CaptureToReceivedMs.P99, 100, 1e-9)) {
+			t.Errorf("%s: notes %q, source delay %+v, capture to received %+v; want 10 expired frames left out", mode, r.Notes, r.SourceDelayMs, r.CaptureToReceivedMs)
+		}
+		if mode != "expire=100ms" && (expired || !bounds) {
+			t.Errorf("%s: notes %q, source delay %+v; want lower bounds, not expiry", mode, r.Notes, r.SourceDelayMs)
+		}
+	}
+}
