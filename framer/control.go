@@ -48,6 +48,36 @@ func MarshalFIR(senderSSRC, mediaSSRC uint32, seq uint8) []byte {
 	return b
 }
 
+// MarshalBye returns an RTCP BYE (RFC 3550 section 6.6) from ssrc with
+// reason, cut to its first 255 bytes (at a UTF-8 boundary): the viewer
+// says with it why it ends a sender's connection.
+func MarshalBye(ssrc uint32, reason string) []byte {
+	if len(reason) > 255 {
+		cut := 255
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut]
+	}
+	b, err := rtcp.Goodbye{Sources: []uint32{ssrc}, Reason: reason}.Marshal()
+	if err != nil {
+		// One source and at most 255 bytes of reason always marshal.
+		panic("framer: marshalling BYE: " + err.Error())
+	}
+	return b
+}
+
+// ByeReason returns the reason of the first BYE among pkts, as returned by
+// ParseControl; ok is false if there is no BYE.
+func ByeReason(pkts []rtcp.Packet) (reason string, ok bool) {
+	for _, p := range pkts {
+		if bye, isBye := p.(*rtcp.Goodbye); isBye {
+			return bye.Reason, true
+		}
+	}
+	return "", false
+}
+
 // ParseControl parses a compound (or reduced-size) RTCP packet into its
 // parts. Packet types this package does not know come back as
 // *rtcp.RawPacket. A packet over 65535 bytes, one whose first packet type

@@ -181,3 +181,26 @@ func TestParseControlErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestBye(t *testing.T) {
+	long := strings.Repeat("é", 200) // 400 bytes
+	for _, tc := range []struct{ name, reason, want string }{
+		{"short", "viewer: wrong token", "viewer: wrong token"},
+		{"empty", "", ""},
+		{"cut at a rune boundary", long, long[:254]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pkts, err := ParseControl(MarshalBye(7, tc.reason))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := ByeReason(pkts)
+			if !ok || got != tc.want {
+				t.Errorf("reason %q (%v), want %q", got, ok, tc.want)
+			}
+		})
+	}
+	if _, ok := ByeReason([]rtcp.Packet{&rtcp.PictureLossIndication{}}); ok {
+		t.Error("a PLI has a BYE reason")
+	}
+}

@@ -2,6 +2,7 @@ package framer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -566,6 +567,36 @@ func FuzzVarint(f *testing.F) {
 		back, m, perr := ParseVarint(enc)
 		if err != nil || perr != nil || back != x || m != len(enc) || m != VarintLen(x) {
 			t.Fatalf("%d encodes to %x (%v), decodes to %d in %d bytes (%v)", x, enc, err, back, m, perr)
+		}
+	})
+}
+
+// FuzzParseAuth checks that any challenge or answer that parses marshals
+// back to the same bytes (reserved fields aside), and that no input parses
+// as both.
+func FuzzParseAuth(f *testing.F) {
+	f.Add(MarshalAuthChallenge(1, AuthChallenge{Required: true}))
+	f.Add(MarshalAuthAnswer(2, NewAuthProof("t", []byte("tcp"))))
+	f.Add([]byte{0x80, 204, 0, 11, 0, 0, 0, 1, 'R', 'P', 'L', 'A'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, cerr := ParseAuthChallenge(b)
+		ssrc, p, aerr := ParseAuthAnswer(b)
+		switch {
+		case cerr == nil && aerr == nil:
+			t.Fatal("parsed as a challenge and as an answer")
+		case cerr == nil:
+			want := slices.Clone(b)
+			want[13] &= authFlagRequired
+			want[14], want[15] = 0, 0
+			if got := MarshalAuthChallenge(binary.BigEndian.Uint32(b[4:]), c); !bytes.Equal(got, want) {
+				t.Fatalf("challenge round trip:\n got  % x\n want % x", got, want)
+			}
+		case aerr == nil:
+			want := slices.Clone(b)
+			want[13], want[14], want[15] = 0, 0, 0
+			if got := MarshalAuthAnswer(ssrc, p); !bytes.Equal(got, want) {
+				t.Fatalf("answer round trip:\n got  % x\n want % x", got, want)
+			}
 		}
 	})
 }

@@ -15,9 +15,14 @@ import (
 //	i64 receive_us   viewer's clock when the request arrived (replies)
 //	i64 transmit_us  viewer's clock when it sent the reply (replies)
 //	u64 clock        optional: an identifier of the clock of the probe's
-//	                 writer (replies: the viewer's), present when not 0
+//	                 writer (requests: the sender's, replies: the
+//	                 viewer's), present when not 0
 //
-// Times are µs since the Unix epoch; 0 stands for the zero Time.
+// Times are µs since the Unix epoch; 0 stands for the zero Time. A reply
+// is never larger than the request it answers (Answer): it carries the
+// viewer's clock identifier only in reply to a request that carries the
+// sender's, so that a forged source address cannot make the viewer send
+// more than it received.
 //
 // The first byte, 0x0E, has its two high bits clear, so that a probe can
 // share a UDP port with QUIC: QUIC sets the second bit of every packet's
@@ -60,15 +65,27 @@ type TimeProbe struct {
 
 // Answer returns the reply to request p, which arrived at receive and
 // leaves at transmit, both on the viewer's clock, whose identifier is clock
-// (0 if unknown).
+// (0 if unknown). The reply carries clock only if p carries the sender's
+// clock identifier, so that it is no larger than p.
 func (p TimeProbe) Answer(receive, transmit time.Time, clock uint64) TimeProbe {
+	if p.Clock == 0 {
+		clock = 0
+	}
 	return TimeProbe{Reply: true, Origin: p.Origin, Receive: receive, Transmit: transmit, Clock: clock}
+}
+
+// Size returns the length of p's wire form in bytes.
+func (p TimeProbe) Size() int {
+	if p.Clock != 0 {
+		return TimeProbeSize + 8
+	}
+	return TimeProbeSize
 }
 
 // Marshal returns p's wire form: 32 bytes, and 8 more for a non-zero Clock.
 // Times are truncated to whole microseconds.
 func (p TimeProbe) Marshal() []byte {
-	b := make([]byte, 0, TimeProbeSize+8)
+	b := make([]byte, 0, p.Size())
 	b = append(b, TimeProbeMagic...)
 	kind := byte(probeRequest)
 	if p.Reply {

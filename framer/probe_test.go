@@ -214,9 +214,29 @@ func TestOffsetOverWire(t *testing.T) {
 // A probe shares its UDP port with QUIC: its first byte must not look like
 // a QUIC packet's (quic-go treats a byte with either high bit set as QUIC).
 func TestTimeProbeIsNotQUIC(t *testing.T) {
-	for _, p := range []TimeProbe{{Origin: testEpoch}, TimeProbe{Origin: testEpoch}.Answer(testEpoch, testEpoch, 7)} {
+	for _, p := range []TimeProbe{{Origin: testEpoch}, TimeProbe{Origin: testEpoch, Clock: 3}.Answer(testEpoch, testEpoch, 7)} {
 		if b := p.Marshal(); b[0]&0xC0 != 0 {
 			t.Errorf("first byte %#02x has a high bit set: QUIC would take the probe", b[0])
+		}
+	}
+}
+
+// A reply is never larger than its request: the viewer's clock identifier
+// goes only to a request that carries the sender's.
+func TestTimeProbeReplyNoLarger(t *testing.T) {
+	for _, req := range []TimeProbe{{Origin: testEpoch}, {Origin: testEpoch, Clock: 5}} {
+		in, err := ParseTimeProbe(req.Marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, clock := range []uint64{0, 7} {
+			reply := in.Answer(testEpoch, testEpoch, clock)
+			if got, limit := len(reply.Marshal()), len(req.Marshal()); got > limit || reply.Size() != got {
+				t.Errorf("request of %d bytes, clock %d: reply of %d bytes (Size %d)", limit, clock, got, reply.Size())
+			}
+			if want := clock != 0 && req.Clock != 0; (reply.Clock != 0) != want {
+				t.Errorf("request clock %d, viewer clock %d: reply clock %d", req.Clock, clock, reply.Clock)
+			}
 		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 // new estimate and its round trip, and returns when ctx is done. Probes that
 // go unanswered are simply retried; nothing accumulates. A viewer that
 // answers with this host's clock identifier shares the sender's clock, and
-// the offset is then zero.
+// the offset is then zero. Each request carries this host's clock
+// identifier, which also makes it as large as the reply (the viewer never
+// answers with more bytes than it received).
 func ProbeClock(ctx context.Context, addr string, interval time.Duration, set func(offset, rtt time.Duration)) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "udp", addr)
@@ -31,7 +33,7 @@ func ProbeClock(ctx context.Context, addr string, interval time.Duration, set fu
 	buf := make([]byte, 64)
 	for i := 0; ctx.Err() == nil; i++ {
 		t1 := time.Now()
-		if _, err := conn.Write(framer.TimeProbe{Origin: t1}.Marshal()); err == nil {
+		if _, err := conn.Write(framer.TimeProbe{Origin: t1, Clock: hostclock.ID()}.Marshal()); err == nil {
 			conn.SetReadDeadline(t1.Add(interval))
 			for {
 				n, err := conn.Read(buf)

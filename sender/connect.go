@@ -126,15 +126,32 @@ func (s *Sender) runConn(ctx context.Context, cfg ConnectConfig) error {
 	return err
 }
 
+// ErrTokenRequired is the error of a connection to a viewer that requires
+// a token the connection did not prove (its challenge reached the sender's
+// feedback, where a transport with a token would have answered it).
+var ErrTokenRequired = errors.New("sender: the viewer requires a token")
+
+// ErrViewerBye is the error of a connection the viewer ended with an RTCP
+// BYE; the error says its reason.
+var ErrViewerBye = errors.New("sender: the viewer ended the connection")
+
 // feedback handles one packet from the viewer: RTCP, possibly asking for a
-// keyframe. Anything else is an error.
+// keyframe. Anything else is an error, and so are the viewer's challenge
+// when it requires a token (ErrTokenRequired) and its BYE (ErrViewerBye,
+// with the viewer's reason).
 func (s *Sender) feedback(pkt []byte) error {
 	if !framer.IsRTCP(pkt) {
 		return errors.New("sender: the viewer sent a packet that is not RTCP")
 	}
+	if c, err := framer.ParseAuthChallenge(pkt); err == nil && c.Required {
+		return ErrTokenRequired
+	}
 	pkts, err := framer.ParseControl(pkt)
 	if err != nil {
 		return fmt.Errorf("sender: the viewer sent bad RTCP: %w", err)
+	}
+	if reason, ok := framer.ByeReason(pkts); ok {
+		return fmt.Errorf("%w: %q", ErrViewerBye, reason)
 	}
 	if framer.WantsKeyframe(pkts, s.SSRC()) {
 		s.log.Debug("keyframe requested by the viewer")

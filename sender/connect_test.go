@@ -3,6 +3,7 @@ package sender
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -229,5 +230,25 @@ func TestConnectNeedsDial(t *testing.T) {
 	}
 	if err := s.Connect(t.Context(), ConnectConfig{}); err == nil {
 		t.Fatal("Connect without Dial succeeded")
+	}
+}
+
+// The viewer's challenge reaches the feedback only when the transport had
+// no token to answer it with: a viewer that requires one ends the
+// connection with ErrTokenRequired; one that does not is ignored.
+func TestFeedbackChallenge(t *testing.T) {
+	s, err := New(Config{Source: media.NewSource(media.SourceConfig{}), NewEncoder: NewEncoderOf(fakecodec.NewEncoder)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.feedback(framer.MarshalAuthChallenge(9, framer.AuthChallenge{Required: true})); !errors.Is(err, ErrTokenRequired) {
+		t.Errorf("a challenge requiring a token: %v, want ErrTokenRequired", err)
+	}
+	if err := s.feedback(framer.MarshalAuthChallenge(9, framer.AuthChallenge{})); err != nil {
+		t.Errorf("a challenge from a viewer without a token: %v, want nil", err)
+	}
+	if err := s.feedback(framer.MarshalBye(9, "viewer: wrong token")); !errors.Is(err, ErrViewerBye) || !strings.Contains(err.Error(), "wrong token") {
+		t.Errorf("a BYE: %v, want ErrViewerBye with the reason", err)
 	}
 }

@@ -118,7 +118,7 @@ func TestBrowserPage(t *testing.T) {
 	// One stream over each transport.
 	names := []string{"over-tcp", "over-quic"}
 	transports := map[string]string{"over-tcp": "tcp", "over-quic": "quic"}
-	senders := map[string]*fakeSender{"over-tcp": dialSender(t, ts.media, ""), "over-quic": dialQUICSender(t, ts, "")}
+	senders := map[string]*fakeSender{"over-tcp": dialSender(t, ts, ""), "over-quic": dialQUICSender(t, ts, "")}
 	sctx, stop := context.WithCancel(context.Background())
 	var running sync.WaitGroup
 	for name, fs := range senders {

@@ -87,7 +87,7 @@ func TestBrowserNativePlayer(t *testing.T) {
 	ctx := newBrowser(t)
 	ts := startServer(t, nil)
 	startWHIPSender(t, ts, "over-webrtc", "", nil, sender.NewEncoderOf(vpx.NewEncoder))
-	blank := dialSender(t, ts.media, "")
+	blank := dialSender(t, ts, "")
 	sctx, stop := context.WithCancel(context.Background())
 	var running sync.WaitGroup
 	defer running.Wait()

@@ -298,15 +298,10 @@ func (s *Server) forgetStream(id uint32) {
 }
 
 // serveWS upgrades a page's request to a WebSocket and serves it until it
-// ends.
+// ends. A page beyond MaxClients is upgraded and closed at once with a
+// reason, which a browser's script can read (it cannot read an HTTP
+// status of a refused handshake).
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	full := len(s.clients) >= s.cfg.MaxClients
-	s.mu.Unlock()
-	if full {
-		http.Error(w, "viewer: too many pages connected", http.StatusServiceUnavailable)
-		return
-	}
 	conn, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		s.log.Info("WebSocket upgrade failed", "remote", r.RemoteAddr, "err", err)
@@ -314,9 +309,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	if s.closing || len(s.clients) >= s.cfg.MaxClients {
+		reason := fmt.Sprintf("viewer: too many pages open (%d)", len(s.clients))
+		if s.closing {
+			reason = "viewer: shutting down"
+		}
 		s.mu.Unlock()
+		s.refused.log(s.log, "page", r.RemoteAddr, errors.New(reason), time.Now())
 		conn.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too many pages"), time.Now().Add(time.Second))
+			websocket.FormatCloseMessage(websocket.CloseTryAgainLater, reason), time.Now().Add(time.Second))
 		conn.Close()
 		return
 	}

@@ -174,9 +174,10 @@ func fakeVP8(key bool, w, h, size int) []byte {
 // keyframe requests it receives.
 type fakeSender struct {
 	t     *testing.T
-	conn  net.Conn   // TCP only
-	qc    *quic.Conn // QUIC only
-	media io.Writer  // where framed packets go
+	conn  net.Conn       // TCP only
+	r     *framer.Reader // TCP only: the viewer's packets
+	qc    *quic.Conn     // QUIC only
+	media io.Writer      // where framed packets go
 	frame func(dst, pkt []byte) ([]byte, error)
 	ssrc  uint32
 	pk    *framer.Packetizer
@@ -188,22 +189,69 @@ type fakeSender struct {
 	readErr chan error   // closed when the feedback reader stops
 }
 
-func dialSender(t *testing.T, addr, name string) *fakeSender {
+// dialSender connects a fake sender to ts over TCP, proves ts's token,
+// and names its stream (unless name is "").
+func dialSender(t *testing.T, ts *testServer, name string) *fakeSender {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
+	return dialSenderAs(t, ts.media, ts.cfg.Token, name)
+}
+
+// dialSenderAs connects a fake sender to the viewer at addr over TCP,
+// reads the viewer's challenge and, if it requires a token, answers it
+// with token (when not "").
+func dialSenderAs(t *testing.T, addr, token, name string) *fakeSender {
+	t.Helper()
+	fs := dialTCP(t, addr)
+	c := fs.challenge()
+	if c.Required && token != "" {
+		fs.answer(framer.NewAuthProof(token, framer.TCPAuthBinding(c.Nonce)))
 	}
-	fs := newFakeSender(t)
-	fs.conn, fs.media, fs.frame = conn, conn, framer.AppendFramed
-	r := framer.NewReader(conn)
-	go fs.readFeedback(r.ReadPacket)
-	t.Cleanup(func() { conn.Close() })
+	fs.startFeedback()
 	if name != "" {
 		fs.sendSDES(name)
 	}
 	return fs
 }
+
+// dialTCP connects a fake sender to the viewer at addr over TCP and reads
+// nothing yet: the caller reads the challenge, then starts the feedback
+// reader.
+func dialTCP(t *testing.T, addr string) *fakeSender {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fs := newFakeSender(t)
+	fs.conn, fs.media, fs.frame = conn, conn, framer.AppendFramed
+	fs.r = framer.NewReader(conn)
+	return fs
+}
+
+// challenge reads the viewer's first packet, which must be its challenge.
+func (fs *fakeSender) challenge() framer.AuthChallenge {
+	fs.t.Helper()
+	fs.conn.SetReadDeadline(time.Now().Add(waitLimit))
+	defer fs.conn.SetReadDeadline(time.Time{})
+	pkt, err := fs.r.ReadPacket()
+	if err != nil {
+		fs.t.Fatalf("reading the viewer's challenge: %v", err)
+	}
+	c, err := framer.ParseAuthChallenge(pkt)
+	if err != nil {
+		fs.t.Fatalf("the viewer's first packet: %v", err)
+	}
+	return c
+}
+
+// answer sends an answer with proof; the connection may have been closed.
+func (fs *fakeSender) answer(proof framer.AuthProof) error {
+	return fs.write(framer.MarshalAuthAnswer(fs.ssrc, proof))
+}
+
+// startFeedback starts reading the viewer's feedback over TCP.
+func (fs *fakeSender) startFeedback() { go fs.readFeedback(fs.r.ReadPacket) }
 
 func newFakeSender(t *testing.T) *fakeSender {
 	fs := &fakeSender{t: t, ssrc: uint32(time.Now().UnixNano()), readErr: make(chan error, 1)}
@@ -224,29 +272,74 @@ func dialQUIC(t *testing.T, addr string, pin certs.Fingerprint) (*quic.Conn, err
 	return quic.DialAddr(ctx, addr, tc, &quic.Config{MaxIdleTimeout: waitLimit})
 }
 
-// dialQUICSender is dialSender over QUIC: the media goes on one stream,
-// as the sender's replenish and default modes send it.
+// dialQUICSender is dialSender over QUIC: the proof of ts's token (if it
+// has one) on a stream of its own, then the media on one stream, as the
+// sender's replenish and default modes send it.
 func dialQUICSender(t *testing.T, ts *testServer, name string) *fakeSender {
+	t.Helper()
+	fs := dialQUICConn(t, ts)
+	if ts.cfg.Token != "" {
+		fs.quicAnswer(quicProof(t, fs.qc, ts.cfg.Token))
+	}
+	fs.openMedia()
+	if name != "" {
+		fs.sendSDES(name)
+	}
+	return fs
+}
+
+// dialQUICConn opens a RoQ connection to ts and reads its feedback; it
+// sends nothing yet.
+func dialQUICConn(t *testing.T, ts *testServer) *fakeSender {
 	t.Helper()
 	qc, err := dialQUIC(t, ts.media, ts.Fingerprint())
 	if err != nil {
 		t.Fatalf("dial %s: %v", ts.media, err)
 	}
 	t.Cleanup(func() { qc.CloseWithError(0, "") })
-	ms, err := qc.OpenUniStream()
+	fs := newFakeSender(t)
+	fs.qc = qc
+	go fs.readFeedback(quicFeedback(qc))
+	return fs
+}
+
+// openMedia opens the media stream the fake sender's packets go on.
+func (fs *fakeSender) openMedia() {
+	fs.t.Helper()
+	ms, err := fs.qc.OpenUniStream()
+	if err != nil {
+		fs.t.Fatal(err)
+	}
+	if _, err := ms.Write(roqHeader()); err != nil {
+		fs.t.Fatal(err)
+	}
+	fs.media, fs.frame = ms, framer.AppendRoQPacket
+}
+
+// quicProof returns the proof of token bound to qc's TLS session.
+func quicProof(t *testing.T, qc *quic.Conn, token string) framer.AuthProof {
+	t.Helper()
+	tlsState := qc.ConnectionState().TLS
+	ekm, err := tlsState.ExportKeyingMaterial(framer.AuthExporterLabel, nil, framer.AuthExporterSize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ms.Write(roqHeader()); err != nil {
-		t.Fatal(err)
+	return framer.NewAuthProof(token, framer.QUICAuthBinding(ekm))
+}
+
+// quicAnswer sends an answer with proof on a stream of its own, as the
+// sender does.
+func (fs *fakeSender) quicAnswer(proof framer.AuthProof) {
+	fs.t.Helper()
+	s, err := fs.qc.OpenUniStream()
+	if err != nil {
+		fs.t.Fatal(err)
 	}
-	fs := newFakeSender(t)
-	fs.qc, fs.media, fs.frame = qc, ms, framer.AppendRoQPacket
-	go fs.readFeedback(quicFeedback(qc))
-	if name != "" {
-		fs.sendSDES(name)
+	b, _ := framer.AppendRoQPacket(roqHeader(), framer.MarshalAuthAnswer(fs.ssrc, proof))
+	if _, err := s.Write(b); err != nil {
+		fs.t.Fatal(err)
 	}
-	return fs
+	s.Close()
 }
 
 // roqHeader returns what a RoQ stream of the session starts with.
@@ -299,6 +392,15 @@ func (fs *fakeSender) readFeedback(read func() ([]byte, error)) {
 			fs.plis.Add(1)
 			fs.wantKey.Store(true)
 		}
+	}
+}
+
+// close closes the fake sender's connection.
+func (fs *fakeSender) close() {
+	if fs.qc != nil {
+		fs.qc.CloseWithError(0, "")
+	} else {
+		fs.conn.Close()
 	}
 }
 
@@ -420,7 +522,11 @@ func dialPage(t *testing.T, ts *testServer, hdr http.Header, edit func(*websocke
 
 func mustDialPage(t *testing.T, ts *testServer) *page {
 	t.Helper()
-	p, _, err := dialPage(t, ts, nil, nil)
+	var hdr http.Header
+	if ts.cfg.Token != "" {
+		hdr = http.Header{"Authorization": {"Bearer " + ts.cfg.Token}}
+	}
+	p, _, err := dialPage(t, ts, hdr, nil)
 	if err != nil {
 		t.Fatalf("dialing /ws: %v", err)
 	}

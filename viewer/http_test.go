@@ -76,8 +76,11 @@ func TestToken(t *testing.T) {
 		} {
 			t.Run(path+" "+tc.name, func(t *testing.T) {
 				want := tc.want
-				if path == "/ws" && want == http.StatusOK {
+				switch {
+				case path == "/ws" && want == http.StatusOK:
 					want = http.StatusBadRequest // authorized, but not a WebSocket handshake
+				case isPage(path) && tc.name == "query":
+					want = http.StatusSeeOther // to the same page without the token
 				}
 				resp := get(path+tc.query, tc.cookie, tc.bearer)
 				if resp.StatusCode != want {
@@ -90,8 +93,11 @@ func TestToken(t *testing.T) {
 							set = c
 						}
 					}
-					if set == nil || set.Value != token || !set.HttpOnly || set.SameSite != http.SameSiteStrictMode {
-						t.Fatalf("cookie %+v, want an HttpOnly SameSite=Strict token cookie", set)
+					if set == nil || set.Value != token || !set.HttpOnly || set.SameSite != http.SameSiteStrictMode || set.Secure {
+						t.Fatalf("cookie %+v, want an HttpOnly SameSite=Strict token cookie, not Secure over HTTP", set)
+					}
+					if loc := resp.Header.Get("Location"); want == http.StatusSeeOther && loc != path {
+						t.Fatalf("redirected to %q, want %q", loc, path)
 					}
 				}
 			})

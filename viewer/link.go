@@ -3,7 +3,9 @@ package viewer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"sync"
 	"time"
 
 	"replenish/framer"
@@ -51,10 +53,12 @@ const (
 type tcpLink struct {
 	conn net.Conn
 	r    *framer.Reader
-	wbuf []byte // writeControl's
+
+	wmu  sync.Mutex // guards following fields and serializes writes
+	wbuf []byte
 }
 
-var _ senderLink = (*tcpLink)(nil)
+var _ authLink = (*tcpLink)(nil)
 
 func newTCPLink(conn net.Conn) *tcpLink {
 	if tc, ok := conn.(*net.TCPConn); ok {
@@ -75,6 +79,8 @@ func (l *tcpLink) next(deadline time.Time) (arrival, error) {
 }
 
 func (l *tcpLink) writeControl(pkt []byte, deadline time.Time) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	var err error
 	if l.wbuf, err = framer.AppendFramed(l.wbuf[:0], pkt); err != nil {
 		return err
@@ -83,6 +89,31 @@ func (l *tcpLink) writeControl(pkt []byte, deadline time.Time) error {
 	_, err = l.conn.Write(l.wbuf)
 	return err
 }
+
+func (l *tcpLink) authBinding(ssrc uint32, c framer.AuthChallenge, deadline time.Time) ([]byte, error) {
+	if err := l.writeControl(framer.MarshalAuthChallenge(ssrc, c), deadline); err != nil {
+		return nil, fmt.Errorf("sending the challenge: %w", err)
+	}
+	return framer.TCPAuthBinding(c.Nonce), nil
+}
+
+// refuse tells the sender why the viewer ends the connection, in an RTCP
+// BYE from ssrc, then closes it: it shuts its side down and discards what
+// the sender still sends until the sender closes too, for refuseLinger at
+// most, so that the close is a FIN after the BYE rather than a reset that
+// could destroy the BYE unread.
+func (l *tcpLink) refuse(ssrc uint32, why error) {
+	if l.writeControl(framer.MarshalBye(ssrc, why.Error()), time.Now().Add(refuseLinger)) == nil {
+		if tc, ok := l.conn.(*net.TCPConn); ok && tc.CloseWrite() == nil {
+			l.conn.SetReadDeadline(time.Now().Add(refuseLinger))
+			io.Copy(io.Discard, l.conn)
+		}
+	}
+	l.conn.Close()
+}
+
+// refuseLinger bounds how long refuse waits for the sender to close.
+const refuseLinger = time.Second
 
 func (l *tcpLink) close(error)       { l.conn.Close() }
 func (l *tcpLink) remote() string    { return l.conn.RemoteAddr().String() }

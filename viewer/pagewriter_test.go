@@ -98,7 +98,7 @@ func TestSlowPageGetsFreshFrames(t *testing.T) {
 			})
 			p := dialSlowPage(t, ts)
 			id := p.hello(t)
-			fs := dialSender(t, ts.media, "s")
+			fs := dialSender(t, ts, "s")
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan int, 1)
 			go func() { done <- fs.stream(ctx, 3*time.Millisecond, frameSize) }()
@@ -182,7 +182,7 @@ func (fs *fakeSender) l1t3Stream(t *testing.T, n int, key bool, idx uint8) uint8
 // catch-up, then the live frames.
 func TestPageJoinsAtLatestKeyframe(t *testing.T) {
 	ts := startServer(t, nil)
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	idx := fs.l1t3Stream(t, 12, true, 0)
 	eventually(t, "the viewer to have the frames", func() bool { s, _ := ts.stats(t).stream("s"); return s.FramesReceived == 12 })
 
@@ -219,7 +219,7 @@ func TestPageJoinsAtLatestKeyframe(t *testing.T) {
 // displayed frame is counted, and that a layer out of range is refused.
 func TestPageLayersReported(t *testing.T) {
 	ts := startServer(t, nil)
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	fs.l1t3Stream(t, 1, true, 0)
 	p := mustDialPage(t, ts)
 	id := p.hello(t)

@@ -250,7 +250,7 @@ func TestReportWindowsBounded(t *testing.T) {
 		c.ClientQueue = 32 // the test's burst of frames must all reach the page
 		c.ReportWindow = 10 * time.Second
 	}, func(s *Server) { s.now = clock.now })
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	page := mustDialPage(t, ts)
 	id := page.hello(t)
 	var rtp []uint32

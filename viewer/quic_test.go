@@ -383,7 +383,7 @@ func TestSequenceGap(t *testing.T) {
 		name string
 		dial func(*testing.T, *testServer, string) *fakeSender
 	}{
-		{"tcp", func(t *testing.T, ts *testServer, name string) *fakeSender { return dialSender(t, ts.media, name) }},
+		{"tcp", func(t *testing.T, ts *testServer, name string) *fakeSender { return dialSender(t, ts, name) }},
 		{"quic", dialQUICSender},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,12 +60,20 @@ func (s *Server) acceptQUIC(ctx context.Context, ln *quic.Listener) error {
 			}
 			return fmt.Errorf("viewer: accepting QUIC senders: %w", err)
 		}
+		release, err := s.senderLimits.admit(addrOf(qc.RemoteAddr()))
+		if err != nil {
+			s.refused.log(s.log, "sender", qc.RemoteAddr().String(), err, time.Now())
+			qc.CloseWithError(roqGeneralError, err.Error())
+			continue
+		}
 		if !s.track() {
+			release()
 			qc.CloseWithError(roqNoError, "shutting down")
 			return nil
 		}
 		go func() {
 			defer s.conns.Done()
+			defer release()
 			l := newQUICLink(qc, quicBufferFrames*s.cfg.MaxFrameSize)
 			l.start()
 			s.serveSender(ctx, l)
@@ -117,7 +125,7 @@ const (
 	streamReset
 )
 
-var _ senderLink = (*quicLink)(nil)
+var _ authLink = (*quicLink)(nil)
 
 // newQUICLink returns the link of qc; start starts reading it.
 func newQUICLink(qc *quic.Conn, budget int) *quicLink {
@@ -322,6 +330,18 @@ func (l *quicLink) close(cause error) {
 		}
 	}
 	l.qc.CloseWithError(code, reason)
+}
+
+// authBinding sends nothing: the sender's proof is bound to keying
+// material exported from the connection's TLS session, which only the two
+// ends know.
+func (l *quicLink) authBinding(uint32, framer.AuthChallenge, time.Time) ([]byte, error) {
+	tlsState := l.qc.ConnectionState().TLS
+	ekm, err := tlsState.ExportKeyingMaterial(framer.AuthExporterLabel, nil, framer.AuthExporterSize)
+	if err != nil {
+		return nil, fmt.Errorf("exporting TLS keying material: %w", err)
+	}
+	return framer.QUICAuthBinding(ekm), nil
 }
 
 func (l *quicLink) remote() string    { return l.qc.RemoteAddr().String() }

@@ -22,7 +22,7 @@ import (
 var (
 	errTooManyStreams = errors.New("viewer: too many streams")
 	errStalled        = errors.New("viewer: sender stalled")
-	errReplaced       = errors.New("viewer: another connection took over the stream")
+	errNameTaken      = errors.New("viewer: the stream name belongs to a connected sender")
 	errShutdown       = errors.New("viewer: shutting down")
 	errBadMedia       = errors.New("viewer: malformed media")
 )
@@ -71,12 +71,20 @@ func (s *Server) acceptSenders(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("viewer: accepting senders: %w", err)
 		}
 		backoff = 5 * time.Millisecond
+		release, err := s.senderLimits.admit(addrOf(conn.RemoteAddr()))
+		if err != nil {
+			s.refused.log(s.log, "sender", conn.RemoteAddr().String(), err, time.Now())
+			conn.Close()
+			continue
+		}
 		if !s.track() {
+			release()
 			conn.Close()
 			return nil
 		}
 		go func() {
 			defer s.conns.Done()
+			defer release()
 			s.serveSender(ctx, newTCPLink(conn))
 		}()
 	}
@@ -99,17 +107,41 @@ func newSenderConn(link senderLink) *senderConn {
 	}
 }
 
-// serveSender runs one sender connection until it ends, and logs why.
-func (s *Server) serveSender(ctx context.Context, link senderLink) {
+// serveSender runs one sender connection over TCP or QUIC until it ends,
+// and logs why: first the proof of the token (authenticate), then the
+// stream.
+func (s *Server) serveSender(ctx context.Context, link authLink) {
 	sc := newSenderConn(link)
 	log := s.log.With("sender", sc.remote, "transport", sc.transport)
-	st, err := s.attachNew(sc)
+	stop := context.AfterFunc(ctx, func() { sc.closeWith(errShutdown) })
+	err := s.authenticate(link)
+	stop()
+	if c := sc.cause.Load(); c != nil && errors.Is(*c, errShutdown) {
+		return // Run is shutting down
+	}
+	var st *stream
+	if err == nil {
+		st, err = s.attachNew(sc)
+	}
 	if err != nil {
 		log.Warn("sender refused", "err", err)
-		link.close(err)
+		s.endLink(link, err)
 		return
 	}
 	s.runSender(ctx, sc, st, log)
+}
+
+// endLink closes link, for the reason err. A connection refused (a failed
+// proof of the token, a stream name or the stream cap) is told why where
+// its transport can carry it: over TCP in an RTCP BYE (QUIC carries the
+// reason in its close).
+func (s *Server) endLink(link senderLink, err error) {
+	if r, ok := link.(interface{ refuse(uint32, error) }); ok &&
+		(errors.Is(err, errAuth) || errors.Is(err, errNameTaken) || errors.Is(err, errTooManyStreams)) {
+		r.refuse(s.ssrc, err)
+		return
+	}
+	link.close(err)
 }
 
 // runSender runs the connection loop of sc, attached to st, until it
@@ -127,7 +159,7 @@ func (s *Server) runSender(ctx context.Context, sc *senderConn, st *stream, log 
 	if c := sc.cause.Load(); c != nil {
 		err = *c
 	}
-	link.close(err)
+	s.endLink(link, err)
 	feedback.Wait()
 	s.detach(sc, st)
 	switch {
@@ -157,7 +189,9 @@ func (s *Server) readSender(sc *senderConn, st *stream) (*stream, error) {
 			s.onLost(st, 1, LostReset, now)
 			continue
 		case framer.IsRTCP(in.pkt):
-			if st, err = s.onControl(sc, st, in.pkt, now); err != nil {
+			if st, err = s.onControl(sc, st, in.pkt, now); errors.Is(err, errNameTaken) {
+				return st, err
+			} else if err != nil {
 				return st, fmt.Errorf("%w: RTCP: %w", errBadMedia, err)
 			}
 			continue
@@ -203,7 +237,9 @@ func (s *Server) onControl(sc *senderConn, st *stream, pkt []byte, now time.Time
 				if err != nil {
 					return st, err
 				}
-				st = s.nameStream(sc, st, name, now)
+				if st, err = s.nameStream(sc, st, name, now); err != nil {
+					return st, err
+				}
 				s.setMode(sc, st, pkts, c.Source)
 				break
 			}
@@ -295,21 +331,21 @@ func (s *Server) attachNew(sc *senderConn) (*stream, error) {
 	return st, nil
 }
 
-// nameStream gives sc's stream the sender's name. If another stream has
-// that name, the connection joins it (a reconnecting sender keeps its
-// stream and id; a connection still on it is closed) and sc's unnamed
-// stream is removed. It returns sc's stream afterwards.
-func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.Time) *stream {
+// nameStream gives sc's stream the sender's name. If a disconnected stream
+// has that name, the connection joins it (a reconnecting sender keeps its
+// stream and id) and sc's unnamed stream is removed. A stream whose
+// connection is still open belongs to that connection: the claim is
+// refused with an error wrapping errNameTaken (sc's unnamed stream is then
+// removed, and sc must close). It returns sc's stream afterwards.
+func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.Time) (*stream, error) {
 	s.mu.Lock()
 	cur.mu.Lock()
 	mine := cur.conn == sc
 	same := cur.named && cur.name == name
 	cur.mu.Unlock()
 	if !mine || same {
-		// Unchanged, or another connection has taken the stream over and
-		// this one is closing.
-		s.mu.Unlock()
-		return cur
+		s.mu.Unlock() // unchanged, or sc is closing
+		return cur, nil
 	}
 	var other *stream
 	for _, st := range s.streams {
@@ -321,42 +357,55 @@ func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.T
 			break
 		}
 	}
-	var removed *stream
-	var replaced *senderConn
 	if other == nil {
 		cur.mu.Lock()
 		cur.name, cur.named = name, true
 		cur.mu.Unlock()
-	} else {
-		other.mu.Lock()
-		replaced = other.conn
+		s.mu.Unlock()
+		s.log.Info("stream named", "stream", cur.id, "name", name, "sender", sc.remote)
+		s.streamsChanged()
+		return cur, nil
+	}
+	other.mu.Lock()
+	owner := other.conn
+	if owner == nil {
 		other.conn = sc
 		other.remote = sc.remote
 		other.transport, other.mode = sc.transport, ""
 		other.firstFrame = time.Time{}
-		other.mu.Unlock()
-		cur.mu.Lock()
-		cur.conn = nil
-		cur.disconnectedAt = now
-		named := cur.named
-		cur.mu.Unlock()
-		if !named {
-			s.removeStreamLocked(cur)
-			removed = cur
+	}
+	other.mu.Unlock()
+	removed := s.leaveLocked(cur, now) // the connection closes, or joins other
+	if owner != nil {
+		s.mu.Unlock()
+		if removed {
+			s.forgetStream(cur.id)
 		}
-		cur = other
+		s.streamsChanged()
+		return cur, fmt.Errorf("%w: %q is %s's", errNameTaken, name, owner.remote)
 	}
 	s.mu.Unlock()
-	if replaced != nil {
-		s.log.Warn("stream taken over by a new connection", "stream", other.id, "name", name, "old", replaced.remote, "new", sc.remote)
-		replaced.closeWith(errReplaced)
+	if removed {
+		s.forgetStream(cur.id)
 	}
-	if removed != nil {
-		s.forgetStream(removed.id)
-	}
-	s.log.Info("stream named", "stream", cur.id, "name", name, "sender", sc.remote)
+	s.log.Info("stream taken back", "stream", other.id, "name", name, "sender", sc.remote)
 	s.streamsChanged()
-	return cur
+	return other, nil
+}
+
+// leaveLocked detaches cur from its connection, which has joined another
+// stream, and removes it if no sender ever named it; it reports whether
+// it did. s.mu must be held.
+func (s *Server) leaveLocked(cur *stream, now time.Time) bool {
+	cur.mu.Lock()
+	cur.conn = nil
+	cur.disconnectedAt = now
+	named := cur.named
+	cur.mu.Unlock()
+	if !named {
+		s.removeStreamLocked(cur)
+	}
+	return !named
 }
 
 // detach marks st disconnected, unless another connection has taken it

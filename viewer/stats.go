@@ -18,7 +18,7 @@ import (
 //	{
 //	  "now_ms": viewer clock, ms since the Unix epoch,
 //	  "tls_fingerprint": "sha256:<64 hex digits>", the viewer's QUIC
-//	                                  certificate, for senders to pin
+//	                                  and HTTPS certificate, for senders to pin
 //	  "streams": [{                   one per sender stream, by id
 //	    "id", "name", "remote",       name from the sender's SDES (until then
 //	                                  its address); remote = its address

@@ -29,6 +29,13 @@
 // rate-limited). Each stream keeps its latest keyframe and the frames
 // since that its newest frame needs, so that a page that joins starts at
 // once.
+//
+// With a token, senders prove it before any stream is accepted, and every
+// HTTP request carries it (Config.Token). The page and the API are served
+// over HTTPS with the QUIC certificate off loopback (Config.HTTPTLS).
+// Connections, streams, pages and sessions are capped, in total and per
+// address where a peer could open many, and every connection has
+// deadlines (see the Max* and *Timeout fields of Config).
 package viewer
 
 import (
@@ -41,6 +48,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,8 +83,21 @@ const (
 	DefaultMaxWHEP          = 16
 	DefaultMaxWHEPPerStream = 4
 	DefaultReorderWait      = 500 * time.Millisecond
-	DefaultKeyCacheFrames   = 128
-	DefaultKeyCacheBytes    = 2 << 20
+	DefaultAuthTimeout      = 5 * time.Second
+	// DefaultMaxSenderConns leaves room for DefaultMaxStreams senders
+	// and as many connections again that are still proving the token or
+	// being refused.
+	DefaultMaxSenderConns        = 64
+	DefaultMaxSenderConnsPerAddr = 16
+	// DefaultMaxHTTPConns leaves room for DefaultMaxClients pages, each
+	// with its WebSocket and the few connections a browser opens besides.
+	DefaultMaxHTTPConns        = 128
+	DefaultMaxHTTPConnsPerAddr = 32
+	DefaultHTTPReadTimeout     = 10 * time.Second
+	DefaultHTTPWriteTimeout    = 30 * time.Second
+	DefaultHTTPIdleTimeout     = 60 * time.Second
+	DefaultKeyCacheFrames      = 128
+	DefaultKeyCacheBytes       = 2 << 20
 	// SelfSignedValidity is how long the certificate New makes is valid.
 	SelfSignedValidity = 365 * 24 * time.Hour
 )
@@ -86,8 +107,8 @@ var (
 	// ErrConfig wraps every configuration error New returns.
 	ErrConfig = errors.New("viewer: invalid configuration")
 	// ErrTokenRequired is returned (wrapped in ErrConfig) when the HTTP
-	// address is not a loopback address and no token is set.
-	ErrTokenRequired = errors.New("viewer: serving HTTP on a non-loopback address needs a token")
+	// or the media address is not a loopback address and no token is set.
+	ErrTokenRequired = errors.New("viewer: a non-loopback address needs a token")
 	// ErrRunning is returned by a second call of Run.
 	ErrRunning = errors.New("viewer: Run called more than once")
 )
@@ -100,11 +121,11 @@ type Config struct {
 	// socket. "" means 127.0.0.1:7000; a port of 0 picks a free one (see
 	// Server.Addrs).
 	Listen string
-	// Certificate is the viewer's TLS identity for QUIC (its chain, leaf
-	// first, and key). nil means a self-signed certificate New makes for
-	// the Listen host, 127.0.0.1, ::1 and localhost, valid for
-	// SelfSignedValidity. Senders verify it by its fingerprint
-	// (Server.Fingerprint) or by a certificate authority.
+	// Certificate is the viewer's TLS identity for QUIC and HTTPS (its
+	// chain, leaf first, and key). nil means a self-signed certificate
+	// New makes for the Listen and HTTP hosts, 127.0.0.1, ::1 and
+	// localhost, valid for SelfSignedValidity. Senders verify it by its
+	// fingerprint (Server.Fingerprint) or by a certificate authority.
 	Certificate *tls.Certificate
 	// HTTP is the address of the page, the WebSocket (/ws) and the API
 	// (/api/stats, /api/time). "" means 127.0.0.1:8080.
@@ -112,21 +133,49 @@ type Config struct {
 	// Token, when set, must accompany every HTTP request: as the query
 	// parameter ?token= (the viewer then sets a cookie so the page's own
 	// requests carry it), as that cookie, or as "Authorization: Bearer
-	// <token>", which is the only form WHIP and WHEP requests may use. It
-	// is required when HTTP is not a loopback address. Without a token,
-	// requests must name a loopback host (this blocks DNS rebinding).
+	// <token>", which is the only form WHIP and WHEP requests may use.
+	// Senders over TCP and QUIC must prove they know it before the viewer
+	// accepts a stream from them (framer's RPLA packets: an HMAC bound
+	// to the connection; the token itself never crosses the network). It
+	// is required when HTTP or Listen is not a loopback address. Without
+	// a token, requests must name a loopback host (this blocks DNS
+	// rebinding).
 	Token string
+	// HTTPTLS serves the page, the API, WHIP and WHEP over HTTPS on a
+	// loopback HTTP address too. On any other address they are always
+	// served over HTTPS, so that a remote browser has a secure context
+	// (WebCodecs needs one) and the token and video travel encrypted.
+	// HTTPS uses Certificate, the identity QUIC senders pin, so the one
+	// fingerprint names both (HTTP/1.1 only: the page's WebSocket needs
+	// it).
+	HTTPTLS bool
 	// AllowedOrigins lists extra WebSocket origins ("scheme://host:port")
-	// accepted besides the page's own host.
+	// accepted besides the page's own.
 	AllowedOrigins []string
 	// Logger receives the viewer's logs; nil discards them.
 	Logger *slog.Logger
+
+	// HTTPReadTimeout bounds reading each HTTP request, headers and body,
+	// and the TLS handshake (default 10 s); HTTPWriteTimeout writing each
+	// response (default 30 s); HTTPIdleTimeout how long a connection
+	// waits for its next request (default 60 s). A page's WebSocket keeps
+	// its own deadlines once upgraded (WriteTimeout, and pings).
+	HTTPReadTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
+	// MaxHTTPConns caps the HTTP connections open at once, WebSockets
+	// included (default 128), and MaxHTTPConnsPerAddr those from one IP
+	// address (default 32). A connection beyond either is closed as soon
+	// as it is accepted.
+	MaxHTTPConns, MaxHTTPConnsPerAddr int
 
 	// MaxStreams caps the streams the viewer keeps, connected or not
 	// (default 16). A new sender evicts the stream that disconnected
 	// longest ago; when all are connected it is refused.
 	MaxStreams int
-	// MaxClients caps the connected pages (default 32).
+	// MaxClients caps the connected pages (default 32). Every page
+	// receives every stream, so it also caps the pages of each stream
+	// (native players have their own caps, MaxWHEP and
+	// MaxWHEPPerStream). A page beyond it is refused with a WebSocket
+	// close (1013, try again later) whose reason the page shows.
 	MaxClients int
 	// ClientQueue is how many base-layer frames (every frame of a stream
 	// without temporal layers) each (page, stream) queue holds before the
@@ -156,6 +205,14 @@ type Config struct {
 	KeyCacheFrames, KeyCacheBytes int
 	// MaxFrameSize caps one VP8 frame, in bytes (default 4 MiB).
 	MaxFrameSize int
+	// AuthTimeout is how long a new TCP or QUIC connection has to prove
+	// the token before it is closed (default 5 s).
+	AuthTimeout time.Duration
+	// MaxSenderConns caps the TCP and QUIC connections from senders open
+	// at once, those still proving the token included (default 64), and
+	// MaxSenderConnsPerAddr those from one IP address (default 16). A
+	// connection beyond either is closed at once.
+	MaxSenderConns, MaxSenderConnsPerAddr int
 	// StallTimeout drops a sender that sends nothing for this long
 	// (default 5 s); for a WHIP publisher that includes the time ICE and
 	// DTLS take to connect. A WHEP player that has not connected within
@@ -211,7 +268,11 @@ type Server struct {
 	upgrader websocket.Upgrader
 	running  atomic.Bool
 	ready    chan struct{} // closed by Run once it listens
-	seq      atomic.Uint64 // orders frames across streams
+	refused  refusals      // connections refused at a cap
+
+	senderLimits *connLimits   // TCP and QUIC connections from senders
+	httpLimits   *connLimits   // HTTP connections, WebSockets included
+	seq          atomic.Uint64 // orders frames across streams
 
 	cert tls.Certificate   // the QUIC identity; read-only
 	fp   certs.Fingerprint // of cert's leaf; read-only
@@ -253,8 +314,12 @@ func (c *Config) withDefaults() error {
 	if err := tcp.CheckMode(c.PageMode); err != nil {
 		return fmt.Errorf("%w: page mode: %w", ErrConfig, err)
 	}
-	if c.Token == "" && !IsLoopback(c.HTTP) {
-		return fmt.Errorf("%w: %w (%q); set a token or use 127.0.0.1", ErrConfig, ErrTokenRequired, c.HTTP)
+	if c.Token == "" {
+		for _, a := range []struct{ what, addr string }{{"HTTP", c.HTTP}, {"media", c.Listen}} {
+			if !IsLoopback(a.addr) {
+				return fmt.Errorf("%w: %w: the %s address %q; set a token or use 127.0.0.1", ErrConfig, ErrTokenRequired, a.what, a.addr)
+			}
+		}
 	}
 	for _, d := range []struct {
 		name string
@@ -270,6 +335,10 @@ func (c *Config) withDefaults() error {
 		{"MaxWHIP", &c.MaxWHIP, DefaultMaxWHIP},
 		{"MaxWHEP", &c.MaxWHEP, DefaultMaxWHEP},
 		{"MaxWHEPPerStream", &c.MaxWHEPPerStream, DefaultMaxWHEPPerStream},
+		{"MaxSenderConns", &c.MaxSenderConns, DefaultMaxSenderConns},
+		{"MaxSenderConnsPerAddr", &c.MaxSenderConnsPerAddr, DefaultMaxSenderConnsPerAddr},
+		{"MaxHTTPConns", &c.MaxHTTPConns, DefaultMaxHTTPConns},
+		{"MaxHTTPConnsPerAddr", &c.MaxHTTPConnsPerAddr, DefaultMaxHTTPConnsPerAddr},
 		{"KeyCacheFrames", &c.KeyCacheFrames, DefaultKeyCacheFrames},
 		{"KeyCacheBytes", &c.KeyCacheBytes, DefaultKeyCacheBytes},
 	} {
@@ -291,6 +360,10 @@ func (c *Config) withDefaults() error {
 		{"RateWindow", &c.RateWindow, DefaultRateWindow},
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"ReorderWait", &c.ReorderWait, DefaultReorderWait},
+		{"AuthTimeout", &c.AuthTimeout, DefaultAuthTimeout},
+		{"HTTPReadTimeout", &c.HTTPReadTimeout, DefaultHTTPReadTimeout},
+		{"HTTPWriteTimeout", &c.HTTPWriteTimeout, DefaultHTTPWriteTimeout},
+		{"HTTPIdleTimeout", &c.HTTPIdleTimeout, DefaultHTTPIdleTimeout},
 		{"PageDelayTarget", &c.PageDelayTarget, DefaultPageDelayTarget},
 	} {
 		if *d.v < 0 {
@@ -319,17 +392,19 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cert:    cert,
-		fp:      fp,
-		cfg:     cfg,
-		log:     log,
-		page:    web.FS(),
-		ssrc:    rand.Uint32(),
-		now:     time.Now,
-		ready:   make(chan struct{}),
-		clients: make(map[*client]struct{}),
-		whip:    make(map[string]*senderConn),
-		whep:    make(map[string]*whepSession),
+		cert:         cert,
+		fp:           fp,
+		cfg:          cfg,
+		log:          log,
+		page:         web.FS(),
+		ssrc:         rand.Uint32(),
+		now:          time.Now,
+		ready:        make(chan struct{}),
+		clients:      make(map[*client]struct{}),
+		whip:         make(map[string]*senderConn),
+		whep:         make(map[string]*whepSession),
+		senderLimits: newConnLimits(cfg.MaxSenderConns, cfg.MaxSenderConnsPerAddr),
+		httpLimits:   newConnLimits(cfg.MaxHTTPConns, cfg.MaxHTTPConnsPerAddr),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
@@ -370,9 +445,11 @@ func identity(cfg Config) (tls.Certificate, certs.Fingerprint, error) {
 		return *c, certs.FingerprintOf(c.Certificate[0]), nil
 	}
 	hosts := []string{"127.0.0.1", "::1", "localhost"}
-	if host, _, _ := net.SplitHostPort(cfg.Listen); host != "" {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
-			hosts = append(hosts, host)
+	for _, addr := range []string{cfg.Listen, cfg.HTTP} {
+		if host, _, _ := net.SplitHostPort(addr); host != "" && !slices.Contains(hosts, host) {
+			if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+				hosts = append(hosts, host)
+			}
 		}
 	}
 	cert, fp, err := certs.SelfSigned(hosts, SelfSignedValidity)
@@ -453,28 +530,22 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mediaAddr, s.httpAddr = l.tcp.Addr(), l.http.Addr()
 	close(s.ready)
 	s.log.Info("listening", "media", s.mediaAddr.String(), "transports", "tcp, quic (udp)", "http", s.httpAddr.String(),
-		"whip", "http://"+s.httpAddr.String()+"/whip")
-	s.log.Info("tls fingerprint", "fingerprint", s.fp.String())
+		"page", s.scheme()+"://"+s.httpAddr.String()+"/", "whip", s.scheme()+"://"+s.httpAddr.String()+"/whip")
+	s.log.Info("tls fingerprint", "fingerprint", s.fp.String(), "for", s.tlsUses())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv, httpLn := s.httpServer(ctx, l.http)
 	var loops sync.WaitGroup
 	for _, loop := range []func() error{
 		func() error { return s.acceptSenders(ctx, l.tcp) },
 		func() error { return s.acceptQUIC(ctx, l.quic) },
 		func() error { s.serveProbes(ctx, l.tr); return nil },
 		func() error {
-			if err := srv.Serve(l.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("viewer: HTTP: %w", err)
 			}
 			return nil
@@ -494,6 +565,51 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// httpServer returns the HTTP server of the page and API and the listener
+// it serves: ln with the HTTP connection caps, and TLS when the viewer
+// serves HTTPS (see Config.HTTPTLS).
+func (s *Server) httpServer(ctx context.Context, ln net.Listener) (*http.Server, net.Listener) {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.HTTPReadTimeout,
+		ReadTimeout:       s.cfg.HTTPReadTimeout,
+		WriteTimeout:      s.cfg.HTTPWriteTimeout,
+		IdleTimeout:       s.cfg.HTTPIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	ln = &limitListener{Listener: ln, limits: s.httpLimits, refused: func(remote net.Addr, err error) {
+		s.refused.log(s.log, "HTTP connection", remote.String(), err, time.Now())
+	}}
+	if s.HTTPS() {
+		ln = tls.NewListener(ln, &tls.Config{
+			Certificates: []tls.Certificate{s.cert},
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"http/1.1"}, // the WebSocket needs HTTP/1.1's upgrade
+		})
+	}
+	return srv, ln
+}
+
+// HTTPS reports whether the viewer serves its page and API over HTTPS:
+// always on a non-loopback HTTP address, and with Config.HTTPTLS.
+func (s *Server) HTTPS() bool { return s.cfg.HTTPTLS || !IsLoopback(s.cfg.HTTP) }
+
+func (s *Server) scheme() string {
+	if s.HTTPS() {
+		return "https"
+	}
+	return "http"
+}
+
+// tlsUses says what the certificate serves, for the log.
+func (s *Server) tlsUses() string {
+	if s.HTTPS() {
+		return "quic, https"
+	}
+	return "quic"
 }
 
 // shutdown stops accepting, closes the pages' connections and the HTTP

@@ -33,7 +33,12 @@ func TestNewConfig(t *testing.T) {
 		{"all interfaces without token", Config{HTTP: ":8080"}, ErrTokenRequired},
 		{"any address without token", Config{HTTP: "0.0.0.0:8080"}, ErrTokenRequired},
 		{"lan address without token", Config{HTTP: "192.0.2.1:8080"}, ErrTokenRequired},
-		{"all interfaces with token", Config{HTTP: ":8080", Token: "s3cret"}, nil},
+		{"all interfaces with token", Config{HTTP: ":8080", Listen: ":7000", Token: "s3cret"}, nil},
+		{"media on all interfaces without token", Config{Listen: ":7000"}, ErrTokenRequired},
+		{"media on a lan address without token", Config{Listen: "192.0.2.1:7000"}, ErrTokenRequired},
+		{"media on localhost without token", Config{Listen: "localhost:7000"}, nil},
+		{"negative auth timeout", Config{AuthTimeout: -time.Second}, ErrConfig},
+		{"negative connection cap", Config{MaxSenderConnsPerAddr: -1}, ErrConfig},
 		{"no port", Config{Listen: "127.0.0.1"}, ErrConfig},
 		{"bad port", Config{HTTP: "127.0.0.1:http99"}, ErrConfig},
 		{"negative queue", Config{ClientQueue: -1}, ErrConfig},
@@ -62,7 +67,7 @@ func TestCertificate(t *testing.T) {
 	if s.Fingerprint() != fp || s.Stats().TLSFingerprint != fp.String() {
 		t.Errorf("fingerprint %v (stats %q), want the given certificate's %v", s.Fingerprint(), s.Stats().TLSFingerprint, fp)
 	}
-	a, err := New(Config{Listen: "192.0.2.7:7000"})
+	a, err := New(Config{Listen: "192.0.2.7:7000", Token: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +104,7 @@ func TestStreamsReceivedAndCounted(t *testing.T) {
 	const frames = 30
 	names := []string{"with-sbm", "without-sbm"}
 	for i, name := range names {
-		fs := dialSender(t, ts.media, name)
+		fs := dialSender(t, ts, name)
 		for n := range frames {
 			w, h := 320*(i+1), 180*(i+1)
 			if _, err := fs.sendFrame(fakeVP8(n%10 == 0, w, h, 1000+n), time.Now()); err != nil {
@@ -158,14 +163,14 @@ func TestGarbageSenderDropped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Only the garbage may end the bad connection, not a stall.
 			ts := startServer(t, func(c *Config) { c.StallTimeout = time.Hour })
-			good := dialSender(t, ts.media, "good")
+			good := dialSender(t, ts, "good")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			sent := make(chan int, 1)
 			go func() { sent <- good.stream(ctx, 5*time.Millisecond, 500) }()
 			eventually(t, "good stream", func() bool { s, ok := ts.stats(t).stream("good"); return ok && s.FramesReceived > 0 })
 
-			bad := dialSender(t, ts.media, "bad")
+			bad := dialSender(t, ts, "bad")
 			if _, err := bad.sendFrame(fakeVP8(true, 160, 90, 100), time.Now()); err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +222,7 @@ func TestReconnectKeepsStream(t *testing.T) {
 	page := mustDialPage(t, ts)
 	page.hello(t)
 
-	first := dialSender(t, ts.media, "cam")
+	first := dialSender(t, ts, "cam")
 	if _, err := first.sendFrame(fakeVP8(true, 320, 180, 200), time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +230,7 @@ func TestReconnectKeepsStream(t *testing.T) {
 	first.conn.Close()
 	eventually(t, "disconnect", func() bool { s, _ := ts.stats(t).stream("cam"); return !s.Connected })
 
-	second := dialSender(t, ts.media, "cam")
+	second := dialSender(t, ts, "cam")
 	if _, err := second.sendFrame(fakeVP8(true, 320, 180, 200), time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -238,28 +243,17 @@ func TestReconnectKeepsStream(t *testing.T) {
 		t.Fatalf("streams %+v, want one connected stream with 2 frames", st.Streams)
 	}
 
-	// A third connection with the same name while the second is still
-	// open takes the stream over and the second is closed.
-	third := dialSender(t, ts.media, "cam")
-	second.closedByViewer(t)
-	if _, err := third.sendFrame(fakeVP8(true, 320, 180, 200), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	h3, _ := page.nextFrame(t)
-	if h3.Stream != h1.Stream {
-		t.Fatalf("after takeover: stream %d, want %d", h3.Stream, h1.Stream)
-	}
-	if st := ts.stats(t); len(st.Streams) != 1 || !st.Streams[0].Connected {
-		t.Fatalf("streams %+v, want one connected stream", st.Streams)
-	}
 	// The stream a connection joined by its name is the one it leaves.
-	third.conn.Close()
-	eventually(t, "disconnect after the takeover", func() bool { s, _ := ts.stats(t).stream("cam"); return !s.Connected })
+	second.conn.Close()
+	eventually(t, "disconnect after the reconnection", func() bool { s, _ := ts.stats(t).stream("cam"); return !s.Connected })
+	if st := ts.stats(t); len(st.Streams) != 1 {
+		t.Fatalf("streams %+v, want one", st.Streams)
+	}
 }
 
 func TestUnnamedSenderGetsAddressName(t *testing.T) {
 	ts := startServer(t, nil)
-	fs := dialSender(t, ts.media, "")
+	fs := dialSender(t, ts, "")
 	if _, err := fs.sendFrame(fakeVP8(true, 160, 90, 100), time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -272,22 +266,22 @@ func TestUnnamedSenderGetsAddressName(t *testing.T) {
 
 func TestStalledSenderDropped(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.StallTimeout = 200 * time.Millisecond })
-	fs := dialSender(t, ts.media, "quiet")
+	fs := dialSender(t, ts, "quiet")
 	fs.closedByViewer(t)
 	eventually(t, "stream disconnected", func() bool { s, ok := ts.stats(t).stream("quiet"); return ok && !s.Connected })
 }
 
 func TestStreamCap(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.MaxStreams = 2 })
-	a := dialSender(t, ts.media, "a")
-	dialSender(t, ts.media, "b")
+	a := dialSender(t, ts, "a")
+	dialSender(t, ts, "b")
 	eventually(t, "two streams", func() bool { return len(ts.stats(t).Streams) == 2 })
-	refused := dialSender(t, ts.media, "c")
+	refused := dialSender(t, ts, "c")
 	refused.closedByViewer(t)
 
 	a.conn.Close()
 	eventually(t, "a disconnected", func() bool { s, _ := ts.stats(t).stream("a"); return !s.Connected })
-	dialSender(t, ts.media, "c")
+	dialSender(t, ts, "c")
 	eventually(t, "c replaces a", func() bool {
 		st := ts.stats(t)
 		_, hasA := st.stream("a")
@@ -298,18 +292,29 @@ func TestStreamCap(t *testing.T) {
 
 func TestClientCap(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.MaxClients = 1 })
-	mustDialPage(t, ts).hello(t)
-	_, resp, err := dialPage(t, ts, nil, nil)
-	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("second page: err %v, response %v; want 503", err, resp)
+	first := mustDialPage(t, ts)
+	first.hello(t)
+	p := mustDialPage(t, ts)
+	p.conn.SetReadDeadline(time.Now().Add(waitLimit))
+	_, _, err := p.conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater || !strings.Contains(ce.Text, "too many pages open (1)") {
+		t.Fatalf("second page: %v; want a close 1013 saying too many pages are open", err)
 	}
+	first.conn.Close()
+	eventually(t, "a page admitted once the first left", func() bool {
+		p := mustDialPage(t, ts)
+		p.conn.SetReadDeadline(time.Now().Add(waitLimit))
+		_, _, err := p.conn.ReadMessage()
+		return err == nil
+	})
 }
 
 func TestFramesToPage(t *testing.T) {
 	ts := startServer(t, nil)
 	page := mustDialPage(t, ts)
 	page.hello(t)
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	capture := time.UnixMicro(1_700_000_000_123_456)
 
 	// Deltas before the first keyframe are useless to a new page: the
@@ -364,7 +369,7 @@ func TestStreamListMessage(t *testing.T) {
 	ts := startServer(t, nil)
 	page := mustDialPage(t, ts)
 	page.hello(t)
-	dialSender(t, ts.media, "listed")
+	dialSender(t, ts, "listed")
 	for {
 		typ, data := page.next(t)
 		if typ != websocket.TextMessage {
@@ -393,7 +398,7 @@ func TestSlowPageDropsToKeyframe(t *testing.T) {
 	fast := mustDialPage(t, ts)
 	fast.hello(t)
 
-	fs := dialSender(t, ts.media, "big")
+	fs := dialSender(t, ts, "big")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
@@ -447,7 +452,7 @@ func TestKeyframeRequestsRateLimited(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.KeyframeInterval = interval })
 	page := mustDialPage(t, ts)
 	page.hello(t)
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	if _, err := fs.sendFrame(fakeVP8(true, 160, 90, 100), time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +516,7 @@ func TestMalformedPageMessageDropsOnlyThatPage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startServer(t, nil)
-			fs := dialSender(t, ts.media, "s")
+			fs := dialSender(t, ts, "s")
 			good := mustDialPage(t, ts)
 			goodID := good.hello(t)
 			bad := mustDialPage(t, ts)
@@ -546,7 +551,7 @@ func TestPageReportsGiveLatency(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
 		c.OnRecord = func(r Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }
 	})
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	page := mustDialPage(t, ts)
 	id := page.hello(t)
 
@@ -608,7 +613,7 @@ func TestPageReportsGiveLatency(t *testing.T) {
 
 func TestSenderReportParts(t *testing.T) {
 	ts := startServer(t, nil)
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	capture := time.Now().Add(-50 * time.Millisecond)
 	ts1, err := fs.sendFrame(fakeVP8(true, 160, 90, 100), capture)
 	if err != nil {
@@ -645,7 +650,7 @@ func TestSenderReportParts(t *testing.T) {
 
 func TestStatsJSONFields(t *testing.T) {
 	ts := startServer(t, nil)
-	dialSender(t, ts.media, "s")
+	dialSender(t, ts, "s")
 	page := mustDialPage(t, ts)
 	page.hello(t)
 	eventually(t, "stream and page", func() bool { st := ts.stats(t); return len(st.Streams) == 1 && len(st.Clients) == 1 })
@@ -818,7 +823,7 @@ func TestClockProbe(t *testing.T) {
 
 func TestRunStopsWithOpenConnections(t *testing.T) {
 	ts := startServer(t, nil)
-	fs := dialSender(t, ts.media, "s")
+	fs := dialSender(t, ts, "s")
 	page := mustDialPage(t, ts)
 	page.hello(t)
 	eventually(t, "stream", func() bool { return len(ts.stats(t).Streams) == 1 })

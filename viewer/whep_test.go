@@ -129,7 +129,7 @@ func (p *player) received() []*framer.Frame {
 func TestWHEPPlayer(t *testing.T) {
 	const token = "whep-token"
 	ts := startServer(t, func(c *Config) { c.Token = token })
-	fs := dialSender(t, ts.media, "cam one")
+	fs := dialSender(t, ts, "cam one")
 	send := func(key bool, size int) {
 		t.Helper()
 		if _, err := fs.sendFrame(fakeVP8(key, 320, 180, size), time.Now()); err != nil {
@@ -165,7 +165,12 @@ func TestWHEPPlayer(t *testing.T) {
 
 	// The sender reconnects with another SSRC and streams on: the
 	// player's timestamps go on from where they were.
-	fs2 := dialSender(t, ts.media, "cam one")
+	fs.conn.Close()
+	eventually(t, "the sender disconnected", func() bool {
+		s, _ := authStats(t, ts, token).stream("cam one")
+		return !s.Connected
+	})
+	fs2 := dialSender(t, ts, "cam one")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -207,7 +212,7 @@ func TestWHEPRefusals(t *testing.T) {
 	const token = "whep-token"
 	ts := startServer(t, func(c *Config) { c.Token = token; c.MaxWHEPPerStream = 1; c.MaxWHEP = 2 })
 	for _, name := range []string{"a", "b", "c"} {
-		fs := dialSender(t, ts.media, name)
+		fs := dialSender(t, ts, name)
 		if _, err := fs.sendFrame(fakeVP8(true, 320, 180, 1000), time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +257,7 @@ func TestWHEPRefusals(t *testing.T) {
 // applied) are dropped after StallTimeout, and leave no goroutine behind.
 func TestRTCSessionsThatNeverConnect(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.StallTimeout = 300 * time.Millisecond })
-	fs := dialSender(t, ts.media, "tcp")
+	fs := dialSender(t, ts, "tcp")
 	if _, err := fs.sendFrame(fakeVP8(true, 320, 180, 1000), time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,11 @@ func (s *Server) serveWHIP(w http.ResponseWriter, r *http.Request) {
 		link.close(err)
 		link.wait()
 		log.Warn("sender refused", "err", err)
-		refuse(w, err)
+		if errors.Is(err, errNameTaken) {
+			http.Error(w, err.Error(), http.StatusConflict)
+		} else {
+			refuse(w, err)
+		}
 		return
 	}
 	reserved = false // the session's goroutine releases it
@@ -197,7 +201,7 @@ func receivesVideo(pc *pion.PeerConnection) bool {
 
 // startWHIP makes the session's stream (named name, if given) and starts
 // its connection loop. It returns the session's id, or an error wrapping
-// errTooManyStreams or errNotRunning.
+// errTooManyStreams, errNameTaken or errNotRunning.
 func (s *Server) startWHIP(link *whipLink, name string, log *slog.Logger) (string, error) {
 	if !s.track() {
 		return "", errNotRunning
@@ -209,7 +213,17 @@ func (s *Server) startWHIP(link *whipLink, name string, log *slog.Logger) (strin
 		return "", err
 	}
 	if name != "" {
-		st = s.nameStream(sc, st, name, s.now())
+		if st, err = s.nameStream(sc, st, name, s.now()); err != nil {
+			s.mu.Lock()
+			removed := s.leaveLocked(st, s.now())
+			s.mu.Unlock()
+			if removed {
+				s.forgetStream(st.id)
+			}
+			s.streamsChanged()
+			s.conns.Done()
+			return "", err
+		}
 	}
 	id := newSessionID()
 	s.mu.Lock()

@@ -254,7 +254,7 @@ func pionOffer(t *testing.T, dir pion.RTPTransceiverDirection, h264 bool) string
 func TestWHIPBadInput(t *testing.T) {
 	const token = "whip-token"
 	ts := startServer(t, func(c *Config) { c.Token = token })
-	fs := dialSender(t, ts.media, "steady")
+	fs := dialSender(t, ts, "steady")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -373,7 +373,7 @@ func TestWHIPTooManyPublishers(t *testing.T) {
 	})
 	t.Run("MaxStreams", func(t *testing.T) {
 		ts := startServer(t, func(c *Config) { c.MaxStreams = 1 })
-		fs := dialSender(t, ts.media, "tcp")
+		fs := dialSender(t, ts, "tcp")
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		defer wg.Wait()

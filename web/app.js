@@ -719,9 +719,10 @@
       if (typeof ev.data === 'string') onText(ev.data);
       else onBinary(ev.data);
     };
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       R.connected = false;
-      setText(document.getElementById('conn'), 'disconnected: retrying');
+      // The viewer says why it refused the page (too many pages open).
+      setText(document.getElementById('conn'), ev.reason ? ev.reason + ': retrying' : 'disconnected: retrying');
       if (socket === ws) socket = null;
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 10000);

@@ -23,11 +23,11 @@ type options struct {
 	to        string
 	name      string
 	transport string // "tcp", "quic" or "webrtc"
-	token     string // WebRTC: the WHIP endpoint's bearer token
+	token     string // proved to the viewer (TCP, QUIC); WebRTC: the WHIP bearer token
 	probe     string // where clock probes go; empty: none
 	mode      transport.Mode
-	pin       certs.Fingerprint // QUIC: the viewer's certificate
-	ca        string            // QUIC: a file of authorities instead of a pin
+	pin       certs.Fingerprint // QUIC, and WHIP over HTTPS: the viewer's certificate
+	ca        string            // the same: a file of authorities instead of a pin
 	fps       int
 	maxRes    media.Size
 	verbose   bool
@@ -56,17 +56,17 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		fmt.Fprintf(out, "usage: sender [flags]\n\nSends a synthetic VP8 stream to a viewer, one frame per invitation.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `address` to send to: host:port (TCP, or UDP for QUIC), or the WHIP URL for WebRTC (http://host:8080/whip)")
+	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `address` to send to: host:port (TCP, or UDP for QUIC), or the WHIP URL for WebRTC (http://127.0.0.1:8080/whip; https:// for a viewer off loopback)")
 	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
 	fs.StringVar(&o.transport, "transport", "tcp", "`transport`: tcp, quic (RTP over QUIC; needs -pin or -ca) or webrtc (WHIP, pion's congestion control, for comparison)")
-	fs.StringVar(&o.token, "token", os.Getenv("REPLENISH_TOKEN"), "WebRTC: the viewer's `token`, sent as a bearer token (default $REPLENISH_TOKEN)")
+	fs.StringVar(&o.token, "token", os.Getenv("REPLENISH_TOKEN"), "the viewer's `token`: over TCP and QUIC proved at each connection (it never crosses the network), over WebRTC sent as the WHIP bearer token (default $REPLENISH_TOKEN)")
 	fs.StringVar(&r.probe, "probe", "", "clock probes to this UDP `host:port` (default: -to for tcp and quic; none for webrtc unless given: the viewer's -listen address)")
 	fs.StringVar(&r.mode, "mode", "replenish", "send buffer policy: replenish, lowat (TCP) or default, expire=DURATION (QUIC), or a full form such as replenish=15ms, lowat=15000, default+nagle")
 	fs.DurationVar(&r.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
 	fs.IntVar(&r.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
 	fs.BoolVar(&r.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
-	fs.StringVar(&r.pin, "pin", "", "QUIC: the viewer's certificate `fingerprint`, sha256:<64 hex digits>, as the viewer logs it")
-	fs.StringVar(&o.ca, "ca", "", "QUIC: verify the viewer against the certificate authorities in this PEM `file` instead of a pin")
+	fs.StringVar(&r.pin, "pin", "", "QUIC, and WebRTC to an https:// WHIP URL: the viewer's certificate `fingerprint`, sha256:<64 hex digits>, as the viewer logs it")
+	fs.StringVar(&o.ca, "ca", "", "QUIC, and WebRTC to an https:// WHIP URL: verify the viewer against the certificate authorities in this PEM `file` instead of a pin (WebRTC without either: the system's)")
 	fs.StringVar(&r.bitrate, "bitrate", "1mbit", "initial target `bitrate` (e.g. 500kbit, 2mbit); in modes that give the sender no view of the path, the target stays there")
 	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
 	fs.StringVar(&r.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
@@ -180,16 +180,16 @@ func parseMode(r rawFlags) (transport.Mode, error) {
 // checkTransport checks that the mode suits the transport and that QUIC
 // has a way to verify the viewer.
 func (o *options) checkTransport(r rawFlags) error {
-	if o.transport != "webrtc" && o.token != "" && r.set["token"] {
-		return errors.New("-token applies to -transport webrtc")
-	}
 	switch o.transport {
 	case "webrtc":
-		if r.set["mode"] || r.set["replenish"] || r.set["lowat"] || r.set["nodelay"] || r.pin != "" || o.ca != "" {
-			return errors.New("-transport webrtc takes no -mode, -replenish, -lowat, -nodelay, -pin or -ca: pion's congestion control sets the rate and DTLS fingerprints come in the SDP")
+		if r.set["mode"] || r.set["replenish"] || r.set["lowat"] || r.set["nodelay"] {
+			return errors.New("-transport webrtc takes no -mode, -replenish, -lowat or -nodelay: pion's congestion control sets the rate")
+		}
+		if (r.pin != "" || o.ca != "") && !strings.HasPrefix(o.to, "https://") {
+			return errors.New("-pin and -ca verify the viewer's HTTPS certificate: give an https:// WHIP URL (the media's DTLS fingerprints come in the SDP)")
 		}
 		o.mode = transport.Mode{Policy: transport.Default}
-		return nil
+		return o.parsePin(r, false)
 	case "tcp":
 		if o.mode.Policy == transport.Expire {
 			return fmt.Errorf("-mode %v: expire is a QUIC mode (-transport quic)", o.mode)
@@ -205,9 +205,17 @@ func (o *options) checkTransport(r rawFlags) error {
 	switch {
 	case o.mode.Policy == transport.Lowat || o.mode.Nagle || o.mode.NoSubMSS:
 		return fmt.Errorf("-mode %v: lowat and Nagle are TCP's (QUIC takes replenish, default or expire)", o.mode)
+	}
+	return o.parsePin(r, true)
+}
+
+// parsePin checks -pin and -ca, one or neither (unless required), and
+// parses -pin.
+func (o *options) parsePin(r rawFlags, required bool) error {
+	switch {
 	case r.pin != "" && o.ca != "":
 		return errors.New("give -pin or -ca, not both")
-	case r.pin == "" && o.ca == "":
+	case r.pin == "" && o.ca == "" && required:
 		return errors.New("-transport quic needs the viewer's certificate: -pin sha256:... (the viewer logs its fingerprint at start) or -ca FILE")
 	case r.pin != "":
 		var err error

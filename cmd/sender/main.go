@@ -1,6 +1,7 @@
 // Command sender renders synthetic video with its capture time in the
-// pixels, encodes VP8 and sends it to a viewer over TCP, writing a frame only
-// when the transport invites one (source buffer management).
+// pixels, encodes VP8 and sends it to a viewer over TCP, QUIC or WebRTC,
+// writing a frame only when the transport invites one (source buffer
+// management).
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -148,13 +151,36 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// whipClient returns the client of the WHIP requests: one that verifies
+// the viewer's HTTPS certificate by -pin or -ca, or nil (the default
+// client, the system's authorities) without either.
+func (o options) whipClient() (*http.Client, error) {
+	roots, err := o.roots()
+	if err != nil || (roots == nil && o.pin.IsZero()) {
+		return nil, err
+	}
+	u, err := url.Parse(o.to)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := certs.ClientTLS(o.pin, roots, u.Hostname(), "http/1.1")
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: conf, Proxy: http.ProxyFromEnvironment}}, nil
+}
+
 // dialer returns the dial function of the chosen transport.
 func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	switch o.transport {
 	case "tcp":
-		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Logger: log}), nil
+		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Token: o.token, Logger: log}), nil
 	case "webrtc":
-		return webrtc.Dialer(o.to, webrtc.Config{Token: o.token, Name: o.name, InitialBitrate: o.start, Logger: log}), nil
+		client, err := o.whipClient()
+		if err != nil {
+			return nil, err
+		}
+		return webrtc.Dialer(o.to, webrtc.Config{Token: o.token, Name: o.name, InitialBitrate: o.start, HTTPClient: client, Logger: log}), nil
 	}
 	roots, err := o.roots()
 	if err != nil {
@@ -165,5 +191,5 @@ func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Logger: log}), nil
+	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Token: o.token, Logger: log}), nil
 }

@@ -3,10 +3,13 @@ package main
 import (
 	"cmp"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/transport"
 )
@@ -61,7 +64,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "webrtc host:port", args: []string{"-transport", "webrtc", "-to", "127.0.0.1:8080"}, wantErr: "WHIP URL"},
 		{name: "webrtc with a mode", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-mode", "default"}, wantErr: "no -mode"},
 		{name: "webrtc bad probe", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-probe", "h"}, wantErr: "-probe"},
-		{name: "tcp token", args: []string{"-token", "x"}, wantErr: "-transport webrtc"},
+		{name: "webrtc https pinned", args: []string{"-transport", "webrtc", "-to", "https://h:8080/whip", "-pin", pin}, mode: "default", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "webrtc pin over http", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-pin", pin}, wantErr: "https:// WHIP URL"},
+		{name: "webrtc bad pin", args: []string{"-transport", "webrtc", "-to", "https://h/whip", "-pin", "sha256:00"}, wantErr: "-pin"},
+		{name: "webrtc pin and ca", args: []string{"-transport", "webrtc", "-to", "https://h/whip", "-pin", pin, "-ca", "x.pem"}, wantErr: "not both"},
+		{name: "tcp token", args: []string{"-token", "x"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args, io.Discard)
@@ -85,6 +92,35 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// -token applies to every transport, and defaults to $REPLENISH_TOKEN.
+func TestTokenFlag(t *testing.T) {
+	pin := "sha256:" + strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"tcp", []string{"-token", "t1"}, "", "t1"},
+		{"quic", []string{"-transport", "quic", "-pin", pin, "-token", "t2"}, "", "t2"},
+		{"webrtc", []string{"-transport", "webrtc", "-to", "http://h/whip", "-token", "t3"}, "", "t3"},
+		{"from the environment", nil, "t4", "t4"},
+		{"flag over the environment", []string{"-token", "t5"}, "t4", "t5"},
+		{"none", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("REPLENISH_TOKEN", tc.env)
+			o, err := parseFlags(tc.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.token != tc.want {
+				t.Errorf("token %q, want %q", o.token, tc.want)
+			}
+		})
+	}
+}
+
 func TestModeConfigMatchesParseMode(t *testing.T) {
 	o, err := parseFlags([]string{"-replenish", "20ms"}, io.Discard)
 	cfg := o.mode
@@ -94,5 +130,39 @@ func TestModeConfigMatchesParseMode(t *testing.T) {
 	want, _ := transport.ParseMode("replenish=20ms")
 	if cfg != want || cfg.ReplenishTime != 20*time.Millisecond {
 		t.Fatalf("got %+v, want %+v", cfg, want)
+	}
+}
+
+// The WHIP client verifies the viewer's HTTPS certificate by -pin.
+func TestWHIPClientPins(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	right := certs.FingerprintOf(srv.Certificate().Raw)
+	for _, tc := range []struct {
+		name string
+		pin  certs.Fingerprint
+		ok   bool
+	}{
+		{"right pin", right, true},
+		{"wrong pin", certs.Fingerprint{1}, false},
+		{"no pin: the system's authorities", certs.Fingerprint{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options{transport: "webrtc", to: srv.URL + "/whip", pin: tc.pin}
+			client, err := o.whipClient()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if client == nil {
+				client = http.DefaultClient
+			}
+			resp, err := client.Get(srv.URL)
+			if err == nil {
+				resp.Body.Close()
+			}
+			if (err == nil) != tc.ok {
+				t.Fatalf("GET: %v, want success %v", err, tc.ok)
+			}
+		})
 	}
 }

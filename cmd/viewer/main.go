@@ -44,6 +44,7 @@ type options struct {
 	token           string
 	verbose         bool
 	records         string
+	https           bool
 	tlsCert, tlsKey string
 	fingerprintFile string
 	pageMode        transport.Mode
@@ -63,22 +64,29 @@ clock over UDP on that port. QUIC senders verify the viewer's certificate:
 the viewer logs its fingerprint ("tls fingerprint", sha256:...) for them to
 pin (bin/sender -transport quic -pin sha256:...).
 
+The page and the API are served over HTTPS, with the same certificate, on
+a non-loopback -http address (a remote browser decodes only in a secure
+context), and on a loopback one with -https. A browser warns once about a
+self-signed certificate: check its fingerprint against the log and accept
+it, or give the viewer a certificate it trusts (-tls-cert, -tls-key).
+
 WebRTC publishers (bin/sender -transport webrtc, a browser, OBS, GStreamer's
-whipsink) publish with WHIP to http://<-http>/whip?stream=NAME, with
+whipsink) publish with WHIP to http(s)://<-http>/whip?stream=NAME, with
 "Authorization: Bearer <token>" when -token is set; VP8 only. The page's
 native player, and any WHEP player, plays a stream from
-http://<-http>/whep/NAME (the same token rule).
+http(s)://<-http>/whep/NAME (the same token rule).
 
 flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.listen, "listen", viewer.DefaultListen, "`host:port` where senders connect (TCP, and UDP for QUIC and clock probes)")
+	fs.StringVar(&o.listen, "listen", viewer.DefaultListen, "`host:port` where senders connect (TCP, and UDP for QUIC and clock probes); a non-loopback address needs -token")
 	fs.StringVar(&o.http, "http", viewer.DefaultHTTP, "`host:port` of the page and the API; a non-loopback address needs -token")
-	fs.StringVar(&o.token, "token", "", "`secret` every browser and API request must carry (open the page with ?token=secret; WHIP and WHEP: Authorization: Bearer secret); default $"+tokenEnv)
+	fs.StringVar(&o.token, "token", "", "`secret` every sender must prove (bin/sender -token) and every browser and API request carry (open the page once with ?token=secret: the viewer keeps it in a cookie and drops it from the URL; scripts, WHIP and WHEP: Authorization: Bearer secret); default $"+tokenEnv)
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.StringVar(&o.records, "records", "", "write one JSON line per frame received and per frame a page displayed (\"native\": by its native player) to this `file` (for experiments)")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` with the QUIC certificate (chain, leaf first); default a new self-signed one at each start")
+	fs.BoolVar(&o.https, "https", false, "serve the page and the API over HTTPS on a loopback -http address too (always so on any other)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` with the certificate for QUIC and HTTPS (chain, leaf first); default a new self-signed one at each start")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` with the private key of -tls-cert")
 	fs.StringVar(&o.fingerprintFile, "fingerprint-file", "", "once listening, write the certificate's fingerprint (sha256:...) and a newline to this `file` (replaced atomically; removed at exit)")
 	fs.TextVar(&o.pageMode, "page-mode", transport.DefaultMode, "buffer policy of each page's connection (`mode`): replenish[=DUR] (a frame only when the connection invites one, the freshest the page can decode) or default (as fast as the socket takes them)")
@@ -126,7 +134,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, Logger: log, PageMode: o.pageMode}
+	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, HTTPTLS: o.https, Logger: log, PageMode: o.pageMode}
 	if o.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
@@ -150,7 +158,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	s, err := viewer.New(cfg)
 	if errors.Is(err, viewer.ErrTokenRequired) {
-		fmt.Fprintf(stderr, "viewer: -http %s is reachable from other machines, so it needs -token (or $%s); or use -http 127.0.0.1:PORT\n", o.http, tokenEnv)
+		flag, addr := "http", o.http
+		if viewer.IsLoopback(o.http) {
+			flag, addr = "listen", o.listen
+		}
+		fmt.Fprintf(stderr, "viewer: -%s %s is reachable from other machines, so it needs -token (or $%s); or use -%s 127.0.0.1:PORT\n",
+			flag, addr, tokenEnv, flag)
 		return 2
 	}
 	if err != nil {
@@ -172,8 +185,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			}
 			defer os.Remove(o.fingerprintFile)
 		}
-		_, h := s.Addrs()
-		log.Info("open the page", "url", pageURL(h, o.token != ""))
+		logPage(log, s, o.token != "")
 	case err := <-done:
 		fmt.Fprintf(stderr, "viewer: %v\n", err)
 		return 1
@@ -209,10 +221,21 @@ func writeFingerprint(path string, fp certs.Fingerprint) error {
 	return err
 }
 
-// pageURL returns the URL to open for the page served at addr. An
-// unspecified address is shown as this machine's host name. The token is
-// not printed.
-func pageURL(addr net.Addr, withToken bool) string {
+// logPage logs the URL of the page, and over HTTPS the fingerprint of the
+// certificate a browser is shown.
+func logPage(log *slog.Logger, s *viewer.Server, withToken bool) {
+	_, h := s.Addrs()
+	if s.HTTPS() {
+		log.Info("open the page", "url", pageURL(h, true, withToken), "certificate", s.Fingerprint().String())
+		return
+	}
+	log.Info("open the page", "url", pageURL(h, false, withToken))
+}
+
+// pageURL returns the URL to open for the page served at addr, over
+// HTTPS if secure. An unspecified address is shown as this machine's host
+// name. The token is not printed.
+func pageURL(addr net.Addr, secure, withToken bool) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		return addr.String()
@@ -222,7 +245,11 @@ func pageURL(addr net.Addr, withToken bool) string {
 			host = name
 		}
 	}
-	u := "http://" + net.JoinHostPort(host, port) + "/"
+	scheme := "http://"
+	if secure {
+		scheme = "https://"
+	}
+	u := scheme + net.JoinHostPort(host, port) + "/"
 	if withToken {
 		u += "?token=YOUR_TOKEN"
 	}

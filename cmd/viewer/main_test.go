@@ -9,9 +9,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +32,7 @@ func TestFlags(t *testing.T) {
 		contains []string
 	}{
 		{"help", []string{"-h"}, 0, []string{"-listen host:port", "127.0.0.1:7000", "-http host:port", "127.0.0.1:8080", "-token secret", "UDP",
-			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:", "-page-mode", "replenish=15ms"}},
+			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:", "-https", "HTTPS", "-page-mode", "replenish=15ms"}},
 		{"page mode not TCP's", []string{"-page-mode", "expire=100ms"}, 2, []string{"-page-mode expire=100ms"}},
 		{"page mode unknown", []string{"-page-mode", "fast"}, 2, []string{"-page-mode"}},
 		{"certificate without key", []string{"-tls-cert", "c.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
@@ -42,7 +44,8 @@ func TestFlags(t *testing.T) {
 		{"port out of range", []string{"-listen", "127.0.0.1:70000"}, 2, []string{"-listen"}},
 		{"unknown flag", []string{"-colour"}, 2, []string{"flag provided but not defined"}},
 		{"extra argument", []string{"now"}, 2, []string{"unexpected arguments"}},
-		{"exposed without token", []string{"-http", "0.0.0.0:0"}, 2, []string{"needs -token"}},
+		{"exposed without token", []string{"-http", "0.0.0.0:0"}, 2, []string{"-http 0.0.0.0:0", "needs -token"}},
+		{"media exposed without token", []string{"-listen", "0.0.0.0:0"}, 2, []string{"-listen 0.0.0.0:0", "needs -token"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -197,6 +200,36 @@ func TestCertificateFiles(t *testing.T) {
 	if !strings.Contains(log, "fingerprint="+fp.String()) {
 		t.Errorf("the log does not give the certificate's fingerprint %v:\n%s", fp, log)
 	}
+}
+
+// With -https the page is served over HTTPS with the certificate whose
+// fingerprint the viewer logs, and the URL it logs says https.
+func TestHTTPS(t *testing.T) {
+	runUntil(t, []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-https"}, "open the page", func(log string) {
+		m := regexp.MustCompile(`msg="open the page" url=(https://127\.0\.0\.1:\d+/) certificate=(sha256:[0-9a-f]{64})`).FindStringSubmatch(log)
+		if m == nil {
+			t.Errorf("no https URL and certificate fingerprint in the log:\n%s", log)
+			return
+		}
+		fp, err := certs.ParseFingerprint(m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf, err := certs.ClientTLS(fp, nil, "", "http/1.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: conf}, Timeout: 15 * time.Second}
+		resp, err := client.Get(m[1])
+		if err != nil {
+			t.Errorf("GET %s with the logged fingerprint pinned: %v", m[1], err)
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", m[1], resp.Status)
+		}
+	})
 }
 
 // Lost frames, undecodable ones and frames the native player displayed

@@ -84,6 +84,10 @@ type demo struct {
 	log    *slog.Logger
 	stats  *http.Client // into the receiver's namespace
 	token  string       // the viewer's
+	// fingerprint is the file the viewer writes its certificate's
+	// fingerprint to, which its HTTPS clients and its QUIC and WebRTC
+	// senders pin.
+	fingerprint string
 
 	mu  sync.Mutex // guards cur
 	cur scenario.Path
@@ -135,10 +139,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{start: cfg.Path, cur: cfg.Path, shared: cfg.Shared, log: cfg.Log, stats: workload.StatsClient(p, token), token: token}
+	d := &demo{start: cfg.Path, cur: cfg.Path, shared: cfg.Shared, log: cfg.Log, token: token, fingerprint: filepath.Join(cfg.Dir, "viewer.fingerprint")}
 	for _, p := range paths {
 		d.p = append(d.p, p)
 	}
+	d.stats = workload.StatsClient(p, token, d.fingerprint)
 	defer d.stats.CloseIdleConnections()
 
 	var wg sync.WaitGroup
@@ -147,7 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := d.startProcesses(ctx, &wg, paths, cfg); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: d.handler(workload.PageProxy(p, token)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: d.handler(workload.PageProxy(p, token, d.fingerprint)), ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() { srv.Serve(cfg.Page) })
 	defer srv.Close()
 
@@ -214,7 +219,7 @@ func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, paths []*
 		return err
 	}
 	p := paths[0]
-	vw := workload.Viewer{Program: cfg.Programs.Viewer, Token: d.token, Fingerprint: filepath.Join(cfg.Dir, "viewer.fingerprint"),
+	vw := workload.Viewer{Program: cfg.Programs.Viewer, Token: d.token, Fingerprint: d.fingerprint,
 		CertFile: certFile, KeyFile: keyFile}
 	if len(paths) > 1 {
 		vw.Listen = workload.AllAddresses // each path's far end
@@ -238,7 +243,7 @@ func (d *demo) startProcesses(ctx context.Context, wg *sync.WaitGroup, paths []*
 		sp := paths[min(i, len(paths)-1)]
 		wg.Go(func() {
 			supervise(ctx, d.log, "sender "+s.Name, func() (*proc.Proc, error) {
-				if s.Transport == scenario.QUIC {
+				if s.Transport == scenario.QUIC || s.Transport == scenario.WebRTC {
 					// The pin comes from the file the viewer wrote, and
 					// from nothing else.
 					pin, err := workload.ReadFingerprint(vw.Fingerprint)

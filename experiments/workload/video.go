@@ -74,7 +74,7 @@ func (v *Video) StartReceiver(ctx context.Context) error {
 	if v.token, err = NewToken(); err != nil {
 		return err
 	}
-	v.client = StatsClient(v.p, v.token)
+	v.client = StatsClient(v.p, v.token, filepath.Join(v.dir, fingerprintFile))
 	vw := Viewer{Program: v.progs.Viewer, Token: v.token, Records: filepath.Join(v.dir, records.ViewerFile),
 		Fingerprint: filepath.Join(v.dir, fingerprintFile)}
 	if v.spec.Page != nil {
@@ -84,15 +84,15 @@ func (v *Video) StartReceiver(ctx context.Context) error {
 	return err
 }
 
-// StartSender starts the sender (a QUIC sender pinned to the fingerprint
-// the viewer wrote), the stats poller and, with a browser, the proxy and
+// StartSender starts the sender (a QUIC or WebRTC sender pinned to the
+// fingerprint the viewer wrote), the stats poller and, with a browser, the proxy and
 // headless Chromium.
 func (v *Video) StartSender(ctx context.Context) error {
 	s := Sender{Program: v.progs.Sender, Transport: v.spec.TransportName(), Name: StreamName(v.spec.TransportName(), v.spec.ModeName()),
 		Mode: v.spec.Mode, Bitrate: v.spec.VideoBitrate(), MaxRes: v.spec.MaxRes, Records: filepath.Join(v.dir, records.SenderFile),
 		Token: v.token}
 	var err error
-	if s.Transport == scenario.QUIC {
+	if s.Transport == scenario.QUIC || s.Transport == scenario.WebRTC {
 		if s.Pin, err = ReadFingerprint(filepath.Join(v.dir, fingerprintFile)); err != nil {
 			return fmt.Errorf("the viewer's fingerprint: %w", err)
 		}
@@ -146,9 +146,10 @@ func (v *Video) startBrowser(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proxy := PageProxy(v.p, v.token)
+	fp := filepath.Join(v.dir, fingerprintFile)
+	proxy := PageProxy(v.p, v.token, fp)
 	if v.page != nil {
-		proxy = PageLegProxy(v.page, v.token)
+		proxy = PageLegProxy(v.page, v.token, fp)
 	}
 	v.srv = &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	v.wg.Go(func() { v.srv.Serve(ln) })

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -28,8 +29,9 @@ import (
 )
 
 // statsURL is the viewer's /api/stats, as a client into the receiver's
-// namespace asks for it.
-const statsURL = "http://" + ViewerHTTP + "/api/stats"
+// namespace asks for it: over HTTPS, as the viewer serves HTTP beyond
+// loopback.
+const statsURL = "https://" + ViewerHTTP + "/api/stats"
 
 // tokenEnv is the environment variable cmd/viewer and cmd/sender read
 // their token from.
@@ -56,13 +58,38 @@ func nsDialer(p *emu.Path, side emu.Side) func(ctx context.Context, network, add
 }
 
 // nsTransport returns an HTTP transport that connects inside the
-// receiver's namespace of p.
-func nsTransport(p *emu.Path) *http.Transport {
+// receiver's namespace of p, to a viewer verified by the fingerprint in
+// the file fingerprint (see viewerTLS).
+func nsTransport(p *emu.Path, fingerprint string) *http.Transport {
 	return &http.Transport{
 		DialContext:         nsDialer(p, emu.Receiver),
+		TLSClientConfig:     viewerTLS(fingerprint),
 		MaxIdleConns:        4,
 		IdleConnTimeout:     30 * time.Second,
 		TLSHandshakeTimeout: 5 * time.Second,
+	}
+}
+
+// viewerTLS returns a TLS configuration that accepts the viewer whose
+// certificate has the fingerprint in the file fingerprint
+// (-fingerprint-file), read at each handshake: the viewer writes it once it
+// listens, and a restarted viewer may have another.
+func viewerTLS(fingerprint string) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// The chain is not checked against any authority; the pin
+		// replaces that check, and VerifyConnection always runs it.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			pin, err := ReadFingerprint(fingerprint)
+			if err != nil {
+				return fmt.Errorf("workload: the viewer's fingerprint: %w", err)
+			}
+			if len(cs.PeerCertificates) == 0 || certs.FingerprintOf(cs.PeerCertificates[0].Raw) != pin {
+				return certs.ErrPinMismatch
+			}
+			return nil
+		},
 	}
 }
 
@@ -83,10 +110,11 @@ func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // StatsClient returns an HTTP client that reaches the viewer in p's
-// receiver namespace with its token, for FetchStats and StartViewer.
-// Close its idle connections when done.
-func StatsClient(p *emu.Path, token string) *http.Client {
-	return &http.Client{Transport: tokenTransport{nsTransport(p), token}, Timeout: 2 * time.Second}
+// receiver namespace with its token, verifying it by the fingerprint its
+// file fingerprint holds, for FetchStats and StartViewer. Close its idle
+// connections when done.
+func StatsClient(p *emu.Path, token, fingerprint string) *http.Client {
+	return &http.Client{Transport: tokenTransport{nsTransport(p, fingerprint), token}, Timeout: 2 * time.Second}
 }
 
 // FetchStats gets the viewer's /api/stats with c (see StatsClient).
@@ -111,10 +139,13 @@ func FetchStats(ctx context.Context, c *http.Client) (viewer.Stats, error) {
 // PageProxy returns a reverse proxy to the viewer's page, API and WebSocket
 // in p's receiver namespace, for a browser on this host, adding the
 // viewer's token to every request (the browser needs none: the proxy
-// listens on loopback). The browser's Host header is passed on unchanged,
-// so that the viewer's same-origin checks see what the browser sent.
-func PageProxy(p *emu.Path, token string) *httputil.ReverseProxy {
-	return pageProxy(nsTransport(p), ViewerHTTP, token)
+// listens on loopback). It reaches the viewer over HTTPS, verified by the
+// fingerprint in the file fingerprint, and serves the browser plain HTTP
+// on loopback. The browser's Host header is passed on unchanged, so that
+// the viewer's same-origin checks see what the browser sent (its Origin
+// with the https scheme the viewer serves).
+func PageProxy(p *emu.Path, token, fingerprint string) *httputil.ReverseProxy {
+	return pageProxy(nsTransport(p, fingerprint), ViewerHTTP, token)
 }
 
 // PageLegProxy is PageProxy for a page behind a leg of its own: leg is a
@@ -123,19 +154,22 @@ func PageProxy(p *emu.Path, token string) *httputil.ReverseProxy {
 // viewer across it, so that the viewer's socket toward the page sends
 // through the leg's bottleneck. The proxy reads as fast as the browser
 // takes, as a browser's own socket would.
-func PageLegProxy(leg *emu.Path, token string) *httputil.ReverseProxy {
-	t := nsTransport(leg)
+func PageLegProxy(leg *emu.Path, token, fingerprint string) *httputil.ReverseProxy {
+	t := nsTransport(leg, fingerprint)
 	t.DisableCompression = true
 	return pageProxy(t, net.JoinHostPort(leg.SenderAddr().String(), strconv.Itoa(HTTPPort)), token)
 }
 
 // pageProxy returns a reverse proxy to the viewer at host through t.
 func pageProxy(t *http.Transport, host, token string) *httputil.ReverseProxy {
-	target := &url.URL{Scheme: "http", Host: host}
+	target := &url.URL{Scheme: "https", Host: host}
 	return &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = r.In.Host
+			if r.In.Header.Get("Origin") == "http://"+r.In.Host {
+				r.Out.Header.Set("Origin", "https://"+r.In.Host)
+			}
 		},
 		Transport:     tokenTransport{t, token},
 		FlushInterval: -1,
@@ -145,7 +179,9 @@ func pageProxy(t *http.Transport, host, token string) *httputil.ReverseProxy {
 // Viewer is what cmd/viewer is told for a run or the demo. Its page, API
 // and WHIP endpoint listen on ViewerListenHTTP, beyond loopback so that a
 // WebRTC sender reaches /whip across the path; so it always has a token,
-// which StatsClient and PageProxy add to their requests.
+// which senders prove and StatsClient and PageProxy add to their
+// requests, and serves HTTPS with the certificate its fingerprint file
+// names.
 type Viewer struct {
 	Program string // cmd/viewer
 	Token   string // the page's and API's token (NewToken); required
@@ -291,10 +327,11 @@ type Sender struct {
 	MaxRes    string         // the largest resolution, "" for the sender's
 	Records   string         // its records file, "" for none
 	// Pin is the viewer's certificate, as its fingerprint file gives it
-	// (ReadFingerprint); QUIC only.
+	// (ReadFingerprint); QUIC, and WebRTC (the WHIP endpoint is HTTPS).
 	Pin certs.Fingerprint
-	// Token is the viewer's token, sent as the WHIP bearer token; WebRTC
-	// only. It goes in the sender's environment.
+	// Token is the viewer's token, which TCP and QUIC senders prove and a
+	// WebRTC sender sends as the WHIP bearer token. It goes in the
+	// sender's environment.
 	Token string
 }
 
@@ -313,7 +350,10 @@ func (s Sender) args(mediaAddr, httpAddr string) ([]string, error) {
 		}
 		argv = append(argv, "-transport", "quic", "-to", mediaAddr, "-pin", s.Pin.String(), "-mode", s.Mode.String())
 	case scenario.WebRTC:
-		argv = append(argv, "-transport", "webrtc", "-to", "http://"+httpAddr+"/whip", "-probe", mediaAddr)
+		if s.Pin.IsZero() {
+			return nil, errors.New("workload: a WebRTC sender needs the viewer's fingerprint (its WHIP endpoint is HTTPS)")
+		}
+		argv = append(argv, "-transport", "webrtc", "-to", "https://"+httpAddr+"/whip", "-pin", s.Pin.String(), "-probe", mediaAddr)
 	default:
 		return nil, fmt.Errorf("workload: unknown transport %q", s.Transport)
 	}
@@ -334,9 +374,5 @@ func StartSender(p *emu.Path, name string, s Sender, logPath string) (*proc.Proc
 	if err != nil {
 		return nil, err
 	}
-	var env []string
-	if s.Transport == scenario.WebRTC {
-		env = []string{tokenEnv + "=" + s.Token}
-	}
-	return proc.StartEnv(p.SenderNS(), name, argv, env, logPath, nil)
+	return proc.StartEnv(p.SenderNS(), name, argv, []string{tokenEnv + "=" + s.Token}, logPath, nil)
 }

@@ -119,7 +119,8 @@ func TestSenderArgs(t *testing.T) {
 		{scenario.TCP, certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -to 10.0.0.2:9000 -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
 		{scenario.QUIC, pin, "sender -name n -status=false -bitrate 2mbit -transport quic -to 10.0.0.2:9000 -pin " + pin.String() +
 			" -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
-		{scenario.WebRTC, certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -transport webrtc -to http://10.0.0.2:8080/whip -probe 10.0.0.2:9000 -max-res 640x360 -records r.jsonl"},
+		{scenario.WebRTC, pin, "sender -name n -status=false -bitrate 2mbit -transport webrtc -to https://10.0.0.2:8080/whip -pin " + pin.String() +
+			" -probe 10.0.0.2:9000 -max-res 640x360 -records r.jsonl"},
 	} {
 		s := base
 		s.Transport, s.Pin = tc.transport, tc.pin
@@ -132,6 +133,10 @@ func TestSenderArgs(t *testing.T) {
 	s.Transport = scenario.QUIC
 	if _, err := s.args("a:1", "a:2"); err == nil {
 		t.Error("a QUIC sender without a pin was started")
+	}
+	s.Transport = scenario.WebRTC
+	if _, err := s.args("a:1", "a:2"); err == nil {
+		t.Error("a WebRTC sender without a pin was started")
 	}
 	s.Transport = "sctp"
 	if _, err := s.args("a:1", "a:2"); err == nil {

@@ -99,6 +99,12 @@ type Config struct {
 	// IdleTimeout ends the connection when nothing arrives from the viewer
 	// for this long (its acknowledgements included). Zero means 20 s.
 	IdleTimeout time.Duration
+	// Token, when set, is proved to the viewer at the start of every
+	// connection (framer's RPLA answer, bound to the connection's TLS
+	// session, on a stream of its own before the media's); the token
+	// itself is not sent. A viewer with a token refuses a connection
+	// without the proof.
+	Token string
 	// Handler receives send records and the viewer's packets.
 	Handler transport.Handler
 	// Logger receives debug messages; nil discards them.
@@ -172,12 +178,43 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quic: dialing %s: %w", addr, err)
 	}
+	if cfg.Token != "" {
+		if err := proveToken(qc, cfg.Token); err != nil {
+			qc.CloseWithError(codeClosed, "")
+			return nil, err
+		}
+	}
 	c, err := newConn(qc, cfg, st)
 	if err != nil {
 		qc.CloseWithError(codeClosed, "")
 		return nil, err
 	}
 	return c, nil
+}
+
+// proveToken sends the proof of token on a stream of its own, which the
+// viewer reads before the media stream opened after it: the RoQ flow
+// identifier and framer's RPLA answer, bound to keying material exported
+// from qc's TLS session, so that it proves nothing on another connection.
+func proveToken(qc *quic.Conn, token string) error {
+	tlsState := qc.ConnectionState().TLS
+	ekm, err := tlsState.ExportKeyingMaterial(framer.AuthExporterLabel, nil, framer.AuthExporterSize)
+	if err != nil {
+		return fmt.Errorf("quic: exporting TLS keying material: %w", err)
+	}
+	answer := framer.MarshalAuthAnswer(0, framer.NewAuthProof(token, framer.QUICAuthBinding(ekm)))
+	b, _ := framer.AppendRoQStreamHeader(nil, FlowID) // in range
+	if b, err = framer.AppendRoQPacket(b, answer); err != nil {
+		return err
+	}
+	s, err := qc.OpenUniStream()
+	if err != nil {
+		return fmt.Errorf("quic: opening the authentication stream: %w", err)
+	}
+	if _, err := s.Write(b); err != nil {
+		return fmt.Errorf("quic: proving the token: %w", err)
+	}
+	return s.Close()
 }
 
 // Dialer returns a transport.Dialer for the sender's connection loop: each

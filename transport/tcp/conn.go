@@ -131,8 +131,10 @@ var _ transport.Conn = (*Conn)(nil)
 // aLongTimeAgo is a deadline in the past, used to wake a parked wait.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// Dial connects to addr ("host:port") over TCP and returns a Conn set up by
-// New. It blocks until connected or ctx is done.
+// Dial connects to addr ("host:port") over TCP, proves cfg.Token to the
+// viewer if it is set, and returns a Conn set up by New. It blocks until
+// connected (and the proof sent) or ctx is done. A failed proof is an error
+// wrapping ErrAuth.
 func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -142,6 +144,12 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("tcp: dialing %s: %w", addr, err)
+	}
+	if cfg.Token != "" {
+		if err := proveToken(ctx, nc, cfg.Token); err != nil {
+			nc.Close()
+			return nil, err
+		}
 	}
 	c, err := New(nc.(*net.TCPConn), cfg)
 	if err != nil {

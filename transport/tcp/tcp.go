@@ -105,6 +105,12 @@ type Config struct {
 	// a blocked reader on a socket with SO_TIMESTAMPING gets spurious
 	// errors from Go's netpoller whenever the error queue alone is ready.
 	OnPacket func(pkt []byte)
+	// Token, when set, is proved to the viewer by Dial: it reads the
+	// viewer's challenge (its first packet) and, if the viewer requires
+	// a token, answers with framer's RPLA proof, bound to the
+	// challenge's nonce; the token itself is not sent. A viewer with a
+	// token refuses a connection without the proof. New ignores it.
+	Token string
 	// Logger receives debug messages about socket setup; nil discards them.
 	Logger *slog.Logger
 }
