@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -143,16 +144,37 @@ func runUntil(t *testing.T, args []string, want string, at func(log string)) str
 		done <- run(ctx, args, pw)
 		pw.Close()
 	}()
+	// The log is read on while at runs, so that the viewer never blocks
+	// writing it.
+	var mu sync.Mutex
 	var log strings.Builder
-	lines := bufio.NewScanner(pr)
-	for lines.Scan() {
-		log.WriteString(lines.Text() + "\n")
-		if strings.Contains(lines.Text(), want) {
-			at(log.String())
-			cancel()
+	seen, read := make(chan string, 1), make(chan struct{})
+	go func() {
+		defer close(read)
+		lines := bufio.NewScanner(pr)
+		for lines.Scan() {
+			mu.Lock()
+			log.WriteString(lines.Text() + "\n")
+			if strings.Contains(lines.Text(), want) {
+				select {
+				case seen <- log.String():
+				default:
+				}
+			}
+			mu.Unlock()
 		}
+	}()
+	select {
+	case l := <-seen:
+		at(l)
+	case <-read:
 	}
-	if code := <-done; code != 0 {
+	cancel()
+	code := <-done
+	<-read
+	mu.Lock()
+	defer mu.Unlock()
+	if code != 0 {
 		t.Fatalf("exit code %d; log:\n%s", code, log.String())
 	}
 	return log.String()
