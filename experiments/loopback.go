@@ -11,6 +11,8 @@ import (
 
 	"replenish/experiments/loopback"
 	"replenish/media"
+	"replenish/media/vpx"
+	"replenish/sender"
 	"replenish/transport"
 )
 
@@ -54,6 +56,7 @@ flags:
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	fmt.Fprintf(stderr, "loopback: warming up %v, then measuring %v\n", cfg.Warmup, cfg.Duration)
+	cfg.NewEncoder = sender.NewEncoderOf(vpx.NewEncoder)
 	r, err := loopback.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "loopback: %v\n", err)

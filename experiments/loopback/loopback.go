@@ -18,7 +18,6 @@ import (
 	"replenish/internal/headless"
 	"replenish/internal/rig"
 	"replenish/media"
-	"replenish/media/vpx"
 	"replenish/metrics"
 	"replenish/sender"
 	"replenish/transport"
@@ -37,6 +36,11 @@ type Config struct {
 	Logger    *slog.Logger
 	// Progress, if set, is told when the measured window starts.
 	Progress func(pageURL string)
+	// NewEncoder makes the sender's encoders: a real codec, since the
+	// page decodes what it is sent (for VP8, sender.NewEncoderOf of
+	// media/vpx's NewEncoder, which the command that links libvpx
+	// passes). Required.
+	NewEncoder sender.NewEncoderFunc
 }
 
 // modeText is the mode as the viewer shows it: "gcc" for WebRTC, whose
@@ -159,9 +163,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Duration < 0 || cfg.Warmup < 0 {
 		return nil, errors.New("loopback: negative duration")
 	}
+	if cfg.NewEncoder == nil {
+		return nil, errors.New("loopback: no encoder")
+	}
 	var col collector
 	rg, err := rig.Start(ctx, rig.Config{Name: "loopback", Transport: cfg.Transport, Mode: cfg.Mode, MaxSize: cfg.MaxSize, FPS: cfg.FPS, OnRecord: col.record, Logger: cfg.Logger,
-		NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)})
+		NewEncoder: cfg.NewEncoder})
 	if err != nil {
 		return nil, err
 	}
