@@ -54,19 +54,8 @@ func playWHEP(t *testing.T, ts *testServer, name, token string) (*player, int) {
 	t.Cleanup(func() { pc.Close() })
 	p := &player{pc: pc}
 	pc.OnTrack(p.read)
-	if _, err := pc.AddTransceiverFromKind(pion.RTPCodecTypeVideo, pion.RTPTransceiverInit{Direction: pion.RTPTransceiverDirectionRecvonly}); err != nil {
-		t.Fatal(err)
-	}
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := pion.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
-	req, _ := http.NewRequest("POST", ts.url("/whep/"+url.PathEscape(name)), strings.NewReader(pc.LocalDescription().SDP))
+	sdp := gatheredOffer(t, pc, pion.RTPTransceiverDirectionRecvonly)
+	req, _ := http.NewRequest("POST", ts.url("/whep/"+url.PathEscape(name)), strings.NewReader(sdp))
 	req.Header.Set("Content-Type", "application/sdp")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

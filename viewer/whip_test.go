@@ -234,6 +234,13 @@ func pionOffer(t *testing.T, dir pion.RTPTransceiverDirection, h264 bool) string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Close() })
+	return gatheredOffer(t, pc, dir)
+}
+
+// gatheredOffer adds a video transceiver of direction dir to pc and
+// returns pc's offer once its ICE candidates are gathered (no trickle).
+func gatheredOffer(t *testing.T, pc *pion.PeerConnection, dir pion.RTPTransceiverDirection) string {
+	t.Helper()
 	if _, err := pc.AddTransceiverFromKind(pion.RTPCodecTypeVideo, pion.RTPTransceiverInit{Direction: dir}); err != nil {
 		t.Fatal(err)
 	}
@@ -412,19 +419,8 @@ func TestWHIPDeleteAfterClose(t *testing.T) {
 			once.Do(func() { close(connected) })
 		}
 	})
-	if _, err := pc.AddTransceiverFromKind(pion.RTPCodecTypeVideo, pion.RTPTransceiverInit{Direction: pion.RTPTransceiverDirectionSendonly}); err != nil {
-		t.Fatal(err)
-	}
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := pion.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
-	resp, err := http.Post(ts.url("/whip?stream=closer"), "application/sdp", strings.NewReader(pc.LocalDescription().SDP))
+	sdp := gatheredOffer(t, pc, pion.RTPTransceiverDirectionSendonly)
+	resp, err := http.Post(ts.url("/whip?stream=closer"), "application/sdp", strings.NewReader(sdp))
 	if err != nil {
 		t.Fatal(err)
 	}
