@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"replenish/internal/certs"
 	"replenish/records"
@@ -48,6 +49,7 @@ type options struct {
 	tlsCert, tlsKey string
 	fingerprintFile string
 	pageMode        transport.Mode
+	pageDelay       time.Duration
 }
 
 func parseFlags(args []string, out io.Writer) (options, error) {
@@ -90,8 +92,12 @@ flags:
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` with the private key of -tls-cert")
 	fs.StringVar(&o.fingerprintFile, "fingerprint-file", "", "once listening, write the certificate's fingerprint (sha256:...) and a newline to this `file` (replaced atomically; removed at exit)")
 	fs.TextVar(&o.pageMode, "page-mode", transport.DefaultMode, "buffer policy of each page's connection (`mode`): replenish[=DUR] (a frame only when the connection invites one, the freshest the page can decode) or default (as fast as the socket takes them)")
+	fs.DurationVar(&o.pageDelay, "page-delay", viewer.DefaultPageDelayTarget, "with -page-mode replenish, the longest a page's frame may wait behind the bytes already on its connection (`duration`) before the page gets base-layer frames only")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.pageDelay <= 0 {
+		return o, fmt.Errorf("-page-delay %v: want a positive duration, such as 50ms", o.pageDelay)
 	}
 	if err := tcp.CheckMode(o.pageMode); err != nil {
 		return o, fmt.Errorf("-page-mode %s: %v", o.pageMode, err)
@@ -134,7 +140,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, HTTPTLS: o.https, Logger: log, PageMode: o.pageMode}
+	cfg := viewer.Config{Listen: o.listen, HTTP: o.http, Token: o.token, HTTPTLS: o.https, Logger: log, PageMode: o.pageMode, PageDelayTarget: o.pageDelay}
 	if o.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {

@@ -33,7 +33,9 @@ func TestFlags(t *testing.T) {
 		contains []string
 	}{
 		{"help", []string{"-h"}, 0, []string{"-listen host:port", "127.0.0.1:7000", "-http host:port", "127.0.0.1:8080", "-token secret", "UDP",
-			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:", "-https", "HTTPS", "-page-mode", "replenish=15ms"}},
+			"QUIC", "-tls-cert file", "-tls-key file", "-fingerprint-file file", "sha256:", "-https", "HTTPS", "-page-mode", "replenish=15ms", "-page-delay duration", "50ms"}},
+		{"page delay zero", []string{"-page-delay", "0s"}, 2, []string{"-page-delay 0s", "positive"}},
+		{"page delay negative", []string{"-page-delay", "-5ms"}, 2, []string{"-page-delay -5ms"}},
 		{"page mode not TCP's", []string{"-page-mode", "expire=100ms"}, 2, []string{"-page-mode expire=100ms"}},
 		{"page mode unknown", []string{"-page-mode", "fast"}, 2, []string{"-page-mode"}},
 		{"certificate without key", []string{"-tls-cert", "c.pem"}, 2, []string{"-tls-cert and -tls-key go together"}},
