@@ -57,6 +57,17 @@ func newRTCAPI(recv bool, log *slog.Logger) (*pion.API, error) {
 		}
 	}
 	var s pion.SettingEngine
+	if recv {
+		// SRTP's replay protection (pion's default window: 64 packets)
+		// rejects a packet more than the window behind the newest one, and
+		// so every retransmission at rates where a round trip carries more
+		// than 64 packets (6 Mb/s at 100 ms): the gap is never repaired,
+		// the NACKs for it repeat until it leaves the generator's log, and
+		// each rejected retransmission counts as lost in the TWCC feedback,
+		// which drags the publisher's loss-based estimate down. The window
+		// spans the reorder buffer, beyond which a packet is late anyway.
+		s.SetSRTPReplayProtectionWindow(whipReorderSize)
+	}
 	s.LoggerFactory = rtc.Logs{Log: log}
 	s.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
 	s.SetIncludeLoopbackCandidate(true)
