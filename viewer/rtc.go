@@ -8,6 +8,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
+	"github.com/pion/interceptor/pkg/twcc"
 	pion "github.com/pion/webrtc/v4"
 
 	"replenish/framer"
@@ -28,6 +29,12 @@ const (
 	// rtcGatherTimeout bounds the gathering of the viewer's own ICE
 	// candidates before it answers (host candidates only: milliseconds).
 	rtcGatherTimeout = 5 * time.Second
+	// rtcTWCCInterval is how often the WHIP side sends transport-wide
+	// congestion control feedback (pion's default: 100 ms). A publisher's
+	// GCC (pion's, at least) matches feedback against a history of its
+	// last 250 packets only; the sooner feedback comes, the higher the
+	// rate at which it still matches (transport/webrtc's horizon).
+	rtcTWCCInterval = 50 * time.Millisecond
 )
 
 // newRTCAPI returns a pion API for one peer connection. recv selects the
@@ -52,11 +59,22 @@ func newRTCAPI(recv bool, log *slog.Logger) (*pion.API, error) {
 		if err := m.RegisterHeaderExtension(ext, pion.RTPCodecTypeVideo, pion.RTPTransceiverDirectionRecvonly); err != nil {
 			return nil, err
 		}
-		if err := pion.ConfigureTWCCSender(m, reg); err != nil {
+		if err := pion.ConfigureTWCCSenderWithOptions(m, reg, twcc.SendInterval(rtcTWCCInterval)); err != nil {
 			return nil, err
 		}
 	}
 	var s pion.SettingEngine
+	if recv {
+		// SRTP's replay protection (pion's default window: 64 packets)
+		// rejects a packet more than the window behind the newest one, and
+		// so every retransmission at rates where a round trip carries more
+		// than 64 packets (6 Mb/s at 100 ms): the gap is never repaired,
+		// the NACKs for it repeat until it leaves the generator's log, and
+		// each rejected retransmission counts as lost in the TWCC feedback,
+		// which drags the publisher's loss-based estimate down. The window
+		// spans the reorder buffer, beyond which a packet is late anyway.
+		s.SetSRTPReplayProtectionWindow(whipReorderSize)
+	}
 	s.LoggerFactory = rtc.Logs{Log: log}
 	s.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
 	s.SetIncludeLoopbackCandidate(true)

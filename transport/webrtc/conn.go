@@ -29,6 +29,7 @@ type Conn struct {
 	cfg  Config
 	log  *slog.Logger
 	deps *tracker
+	hz   *horizon // limits the rate to what GCC's feedback history covers
 
 	// Set while dialing, read-only afterwards.
 	pc      *pion.PeerConnection
@@ -67,6 +68,7 @@ func newConn(cfg Config) *Conn {
 		dead:      make(chan struct{}),
 	}
 	c.deps = newTracker(maxInFlight, c.signal)
+	c.hz = &horizon{}
 	c.ours.Store(-1)
 	return c
 }
@@ -170,7 +172,8 @@ func (c *Conn) signal() {
 
 // Wait returns an invitation at once while the connection works: every
 // source frame is encoded, at the bandwidth estimator's target (the
-// invitation's DrainRate, with Target set). Only a pacer backlog above
+// invitation's DrainRate, with Target set), held below the feedback
+// horizon (see horizon) where that is lower. Only a pacer backlog above
 // Config.MaxQueue holds it back until the backlog drains (a departure wakes
 // it; SafetyTimeout re-checks as a safety net). It returns ctx's error or
 // the one that ended the connection.
@@ -209,6 +212,9 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	now := time.Now()
 	unsent := c.deps.unsent()
 	target := rate.Bitrate(c.bwe.GetTargetBitrate())
+	if limit := c.hz.limit(); limit > 0 && limit < target {
+		target = limit
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
+	"github.com/pion/sdp/v3"
 
 	"replenish/transport"
 )
@@ -201,10 +202,12 @@ func (t *tracker) counts() (retrans int, retransBytes, unstamped uint64) {
 // departures is the interceptor at the network end of pion's chain (the
 // first one registered, so that every other interceptor, the pacer
 // included, writes through it): it reports each RTP packet to the tracker
-// as the packet goes to the socket.
+// as the packet goes to the socket, and its transport-wide sequence
+// number to the horizon.
 type departures struct {
 	interceptor.NoOp
 	t *tracker
+	h *horizon
 }
 
 // NewInterceptor returns the interceptor; a registry built for one
@@ -212,10 +215,21 @@ type departures struct {
 func (d *departures) NewInterceptor(string) (interceptor.Interceptor, error) { return d, nil }
 
 // BindLocalStream wraps the writer that encrypts and sends.
-func (d *departures) BindLocalStream(_ *interceptor.StreamInfo, w interceptor.RTPWriter) interceptor.RTPWriter {
+func (d *departures) BindLocalStream(info *interceptor.StreamInfo, w interceptor.RTPWriter) interceptor.RTPWriter {
+	var twccID uint8
+	for _, e := range info.RTPHeaderExtensions {
+		if e.URI == sdp.TransportCCURI && e.ID > 0 && e.ID < 256 {
+			twccID = uint8(e.ID)
+		}
+	}
 	return interceptor.RTPWriterFunc(func(h *rtp.Header, payload []byte, a interceptor.Attributes) (int, error) {
 		n, err := w.Write(h, payload, a)
-		d.t.sent(h.SSRC, h.SequenceNumber, len(payload), h.MarshalSize()+len(payload), time.Now(), err == nil)
+		now, wire := time.Now(), h.MarshalSize()+len(payload)
+		d.t.sent(h.SSRC, h.SequenceNumber, len(payload), wire, now, err == nil)
+		var tcc rtp.TransportCCExtension
+		if twccID != 0 && err == nil && tcc.Unmarshal(h.GetExtension(twccID)) == nil {
+			d.h.sent(tcc.TransportSequence, wire, now)
+		}
 		return n, err
 	})
 }

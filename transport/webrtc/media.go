@@ -136,16 +136,20 @@ func (c *Conn) readRTCP() {
 	}
 }
 
-// feedback takes the round trip from reception reports and passes
-// keyframe requests on, naming the packetizer's SSRC.
+// feedback takes the round trip from reception reports and the feedback
+// delay from TWCC feedback (for the horizon), and passes keyframe
+// requests on, naming the packetizer's SSRC.
 func (c *Conn) feedback(pkts []rtcp.Packet, now time.Time) {
 	for _, p := range pkts {
-		if rr, ok := p.(*rtcp.ReceiverReport); ok {
-			for _, r := range rr.Reports {
+		switch p := p.(type) {
+		case *rtcp.ReceiverReport:
+			for _, r := range p.Reports {
 				if rtt, ok := reportRTT(now, r.LastSenderReport, r.Delay); ok && r.SSRC == c.wire {
 					c.addRTT(rtt)
 				}
 			}
+		case *rtcp.TransportLayerCC:
+			c.hz.feedback(p.BaseSequenceNumber, p.PacketStatusCount, now)
 		}
 	}
 	ours := uint32(c.wire)

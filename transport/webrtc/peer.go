@@ -37,7 +37,8 @@ func mediaEngine() (*pion.MediaEngine, error) {
 }
 
 // interceptors returns the chain, network end first: departures (sees
-// packets leave the pacer), the GCC bandwidth estimator with its pacer,
+// packets leave the pacer, for the send records and the feedback
+// horizon), the GCC bandwidth estimator with its pacer,
 // the TWCC header extension, the NACK responder (its retransmissions go
 // through the pacer and get transport-wide sequence numbers) and RTCP
 // sender reports. onBWE receives the estimator when the PeerConnection is
@@ -45,7 +46,7 @@ func mediaEngine() (*pion.MediaEngine, error) {
 func (c *Conn) interceptors(onBWE func(cc.BandwidthEstimator)) (*interceptor.Registry, error) {
 	logs := rtc.Logs{Log: c.log}
 	reg := &interceptor.Registry{}
-	reg.Add(&departures{t: c.deps})
+	reg.Add(&departures{t: c.deps, h: c.hz})
 	bwe, err := cc.NewInterceptor(func() (cc.BandwidthEstimator, error) {
 		return gcc.NewSendSideBWE(
 			gcc.SendSideBWEInitialBitrate(int(c.cfg.InitialBitrate)),

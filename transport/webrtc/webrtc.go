@@ -19,8 +19,10 @@
 // RTCP sender reports. There is no source buffer management here: the Conn
 // invites every source frame at once and reports the estimator's target
 // as the drain rate, marked as a target (transport.Invitation.Target), so
-// that the encoder follows it. Only a pacer backlog beyond Config.MaxQueue
-// holds invitations back, as a bound on memory.
+// that the encoder follows it, held below the feedback horizon: the rate
+// at which the viewer's feedback still falls within the last 250 packets,
+// all that pion's GCC remembers (see horizon). Only a pacer backlog beyond
+// Config.MaxQueue holds invitations back, as a bound on memory.
 //
 // Media: the sender's packetizer makes the RTP packets; the Conn writes
 // them to a pion TrackLocalStaticRTP, which sets the negotiated SSRC and
