@@ -185,13 +185,14 @@ type TopRung struct {
 	Size string `json:"size"` // "1280x720"
 	// Seconds counts the 1 s bins of the window spent wholly at the top
 	// rung whose frames could be judged (no skipped frame, no keyframe,
-	// the bin before also at the top rung); LimitedS those of them in
-	// which the sender was the limit.
-	Seconds  int `json:"seconds"`
-	LimitedS int `json:"limited_s"`
-	// SaturationBps is the median encoded bitrate of the limited bins,
-	// null when too few were limited: the encoder's saturation rate at
-	// the top rung.
+	// the bin before also at the top rung).
+	Seconds int `json:"seconds"`
+	// OutputRatio is the 75th percentile over those bins of the
+	// encoder's output over its target; null with too few bins.
+	OutputRatio *float64 `json:"output_ratio_p75"`
+	// SaturationBps is the median encoded bitrate of those bins when the
+	// sender was the limit there, null otherwise: the encoder's
+	// saturation rate at the top rung.
 	SaturationBps *float64 `json:"saturation_bps"`
 }
 

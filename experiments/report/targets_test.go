@@ -65,11 +65,11 @@ func TestTargets(t *testing.T) {
 		{"utilization", "missed", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6 }, missed, "80% (≥ 90%) missed by 10 points"},
 		{"utilization", "missed, the encoder able to fill the link", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6
-			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, LimitedS: 10, SaturationBps: f(7e6)} // over 90% of 7.5 Mb/s
+			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.8), SaturationBps: f(7e6)} // over 90% of 7.5 Mb/s
 		}, missed, "missed by 10 points"},
 		{"utilization", "encoder-limited", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.6, 0.6*7.5e6
-			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, LimitedS: 20, SaturationBps: f(4.5e6)}
+			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}
 		}, notApplicable, "n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link"},
 		{"utilization", "results written before top_rung", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps, r.Ceiling = 0.8, 0.8*7.5e6, nil

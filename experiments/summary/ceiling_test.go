@@ -54,26 +54,38 @@ func topFrames(frame func(i int, f *records.Frame)) []joinedFrame {
 }
 
 func TestTopRung(t *testing.T) {
-	// The window is 2 s to 10 s: 8 bins.
+	// The window is 2 s to 10 s: 8 bins of 30 frames.
 	bytesAt := func(bps float64) int { return int(math.Round(bps / 30 / 8)) }
 	tests := []struct {
 		name      string
 		maxRes    string
 		frame     func(i int, f *records.Frame)
 		seconds   int
-		limited   int
-		saturates float64 // 0: no saturation rate
+		ratio     float64 // 0: none
+		saturates float64 // 0: none
 	}{
-		{"path-limited: the encoder meets its target", "", func(int, *records.Frame) {}, 8, 0, 0},
-		{"the encoder short of its target", "", func(_ int, f *records.Frame) { f.Bytes = bytesAt(7e6) }, 8, 8, 7e6},
-		{"just within ceilingShort of the target", "", func(_ int, f *records.Frame) { f.Bytes = bytesAt(9.01e6) }, 8, 0, 0},
+		{"path-limited: the encoder meets its target", "", func(int, *records.Frame) {}, 8, 1, 0},
+		{"the encoder short of its target", "", func(_ int, f *records.Frame) { f.Bytes = bytesAt(7e6) }, 8, 0.7, 7e6},
+		{"at ceilingShort of its target", "", func(_ int, f *records.Frame) { f.Bytes = 37_500 }, 8, 0.9, 0}, // 9 Mb/s
+		{"just under ceilingShort", "", func(_ int, f *records.Frame) { f.Bytes = 37_400 }, 8, 0.8976, 8.976e6},
+		{"half the bins short do not make a saturation", "", func(i int, f *records.Frame) {
+			if i >= 180 { // from 6 s: four bins at half the target
+				f.Bytes = bytesAt(5e6)
+			}
+		}, 8, 1, 0},
 		{"the target at the rung's Max", "", func(_ int, f *records.Frame) {
 			f.TargetBps, f.Bytes = 20_000_000, bytesAt(19e6)
-		}, 8, 8, 19e6},
+		}, 8, 0.95, 19e6},
+		{"the target within ceilingAtMax of the rung's Max", "", func(_ int, f *records.Frame) {
+			f.TargetBps, f.Bytes = 19_900_000, bytesAt(19e6)
+		}, 8, 0.9548, 19e6},
+		{"the target under ceilingAtMax of the rung's Max", "", func(_ int, f *records.Frame) {
+			f.TargetBps, f.Bytes = 19_700_000, bytesAt(19.7e6)
+		}, 8, 1, 0},
 		{"below the top rung", "", func(_ int, f *records.Frame) { f.Width, f.Height, f.Bytes = 640, 360, bytesAt(1e6) }, 0, 0, 0},
 		{"the top rung of a smaller ladder", "640x360", func(_ int, f *records.Frame) {
 			f.Width, f.Height, f.TargetBps, f.Bytes = 640, 360, 2_500_000, bytesAt(2.4e6)
-		}, 8, 8, 2.4e6},
+		}, 8, 0.96, 2.4e6},
 		{"skips and keyframes left out", "", func(i int, f *records.Frame) {
 			f.Bytes = bytesAt(7e6)
 			f.Key = i%60 == 0 // in every other bin
@@ -83,15 +95,21 @@ func TestTopRung(t *testing.T) {
 		}, 0, 0, 0},
 		{"the bin after a rung change left out", "", func(i int, f *records.Frame) {
 			f.Bytes = bytesAt(7e6)
-			if i < 150 { // 640x360 until 5 s: bins from 6 s judged
+			if i < 120 { // 640x360 until 4 s: the bins from 5 s judged
 				f.Width, f.Height = 640, 360
 			}
-		}, 4, 4, 7e6},
-		{"too few limited seconds", "", func(i int, f *records.Frame) {
-			if i >= 240 { // short of its target from 8 s: two bins
-				f.Bytes = bytesAt(7e6)
+		}, 5, 0.7, 7e6},
+		{"at the top rung from the window's start", "", func(i int, f *records.Frame) {
+			if i < 60 { // the second before the window is not: its first bin is left out
+				f.Width, f.Height = 640, 360
 			}
-		}, 8, 2, 0},
+		}, 7, 1, 0},
+		{"too few bins judged", "", func(i int, f *records.Frame) {
+			f.Bytes = bytesAt(7e6)
+			if i < 150 { // 640x360 until 5 s: four bins judged
+				f.Width, f.Height = 640, 360
+			}
+		}, 4, 0, 0},
 	}
 	for _, c := range tests {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,14 +120,17 @@ func TestTopRung(t *testing.T) {
 			if c.maxRes != "" {
 				size = c.maxRes
 			}
-			if got == nil || got.Size != size || got.Seconds != c.seconds || got.LimitedS != c.limited {
-				t.Fatalf("top rung %+v, want %s with %d s judged, %d limited", got, size, c.seconds, c.limited)
+			if got == nil || got.Size != size || got.Seconds != c.seconds {
+				t.Fatalf("top rung %+v, want %s with %d s judged", got, size, c.seconds)
 			}
-			switch {
-			case c.saturates == 0 && got.SaturationBps != nil:
-				t.Errorf("saturation %v, want none", *got.SaturationBps)
-			case c.saturates != 0 && (got.SaturationBps == nil || math.Abs(*got.SaturationBps-c.saturates) > 1e3):
-				t.Errorf("saturation %v, want %v", got.SaturationBps, c.saturates)
+			same := func(p *float64, want, tol float64) bool {
+				return (want == 0 && p == nil) || (want != 0 && p != nil && math.Abs(*p-want) <= tol)
+			}
+			if !same(got.OutputRatio, c.ratio, 1e-4) {
+				t.Errorf("output ratio %v, want %v (0: none)", fmtPtr(got.OutputRatio), c.ratio)
+			}
+			if !same(got.SaturationBps, c.saturates, 1e3) {
+				t.Errorf("saturation %v, want %v (0: none)", fmtPtr(got.SaturationBps), c.saturates)
 			}
 		})
 	}
