@@ -58,7 +58,7 @@ func TestOldSweepReports(t *testing.T) {
 		{halved, "default's source delay p50", "n/a: no serialization_ms of default (resummarize)"},
 		{halved, "capture to received p50", " met"},
 		{slow, "recovery", "n/a: no step"},
-		{slow, "utilization", "missed by 27 points (top rung's ceiling unknown)"},
+		{slow, "utilization", "63.5% (≥ 90%) missed by 26.5 points (top rung's ceiling unknown)"},
 		{slow, "drain ratio p50", "0.85 (0.9 to 1.1) missed by 0.05"},
 	} {
 		if got := cell(c.id, c.target); !strings.HasSuffix(got, c.want) {

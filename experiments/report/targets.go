@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -149,8 +150,8 @@ func judgeUtilization(r Run, _ *Run) judgement {
 				c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/link, 100*u))
 		}
 	}
-	pct := func(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
-	j := judged(u >= UtilizationMin, pct(u), "≥ "+pct(UtilizationMin), fmt.Sprintf("%.0f points", 100*(UtilizationMin-u)))
+	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+	j := judged(u >= UtilizationMin, pct(u), fmt.Sprintf("≥ %.0f%%", 100*UtilizationMin), fmt.Sprintf("%.1f points", 100*(UtilizationMin-u)))
 	if r.Ceiling == nil && j.verdict == missed {
 		j.cell += " (top rung's ceiling unknown)"
 	}
@@ -261,7 +262,20 @@ func isTargetRun(r Run) bool {
 	return r.Mode == TargetMode && r.FloorMs != nil
 }
 
-// targetsOf judges runs (in report order) against the targets; nil when
+// targetOrder orders the rows of the Targets section: runs without steps
+// first, then by rate, round trip and ID.
+func targetOrder(a, b Run) int {
+	stepped := func(r Run) int {
+		if r.Schedule == "" {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(stepped(a), stepped(b)), cmp.Compare(a.RateBps, b.RateBps),
+		cmp.Compare(a.RTTMs, b.RTTMs), strings.Compare(a.ID, b.ID))
+}
+
+// targetsOf judges runs against the targets, in targetOrder; nil when
 // none of them is judged (isTargetRun).
 func targetsOf(runs []Run) *targetsTable {
 	t := &targetsTable{
@@ -272,7 +286,9 @@ func targetsOf(runs []Run) *targetsTable {
 	for _, tg := range targets {
 		t.Header = append(t.Header, tg.name)
 	}
-	for _, r := range runs {
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, targetOrder)
+	for _, r := range sorted {
 		if !isTargetRun(r) {
 			continue
 		}

@@ -60,20 +60,20 @@ func TestTargets(t *testing.T) {
 		{"capture to received p95", "missed", func(r, _ *Run) { r.CaptureToReceivedMs.P95 = 190 }, missed, "190 ms (≤ 180 ms) missed by 10 ms"},
 		{"capture to received p95", "unknown", func(r, _ *Run) { r.CaptureToReceivedMs.P95 = math.NaN() }, notApplicable, "n/a"},
 
-		{"utilization", "met", nil, met, "92% (≥ 90%) met"},
+		{"utilization", "met", nil, met, "92.0% (≥ 90%) met"},
 		{"utilization", "at the limit", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.9, 0.9*7.5e6 }, met, "met"},
-		{"utilization", "missed", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6 }, missed, "80% (≥ 90%) missed by 10 points"},
+		{"utilization", "missed", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6 }, missed, "80.0% (≥ 90%) missed by 10.0 points"},
 		{"utilization", "missed, the encoder able to fill the link", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6
 			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.8), SaturationBps: f(7e6)} // over 90% of 7.5 Mb/s
-		}, missed, "missed by 10 points"},
+		}, missed, "missed by 10.0 points"},
 		{"utilization", "encoder-limited", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.6, 0.6*7.5e6
 			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}
 		}, notApplicable, "n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link"},
 		{"utilization", "results written before top_rung", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps, r.Ceiling = 0.8, 0.8*7.5e6, nil
-		}, missed, "missed by 10 points (top rung's ceiling unknown)"},
+		}, missed, "missed by 10.0 points (top rung's ceiling unknown)"},
 		{"utilization", "unknown", func(r, _ *Run) { r.Utilization = math.NaN() }, notApplicable, "n/a: utilization unknown"},
 
 		{"drain ratio p50", "met", nil, met, "0.97 (0.9 to 1.1) met"},
@@ -153,14 +153,14 @@ func TestTargetsSection(t *testing.T) {
 	for _, row := range tab.Rows {
 		ids = append(ids, row[0])
 	}
-	if want := []string{rep.ID, other.ID}; !slices.Equal(ids, want) {
-		t.Errorf("rows %q, want %q", ids, want)
+	if want := []string{other.ID, rep.ID}; !slices.Equal(ids, want) {
+		t.Errorf("rows %q, want %q (runs without steps first)", ids, want)
 	}
 	last := len(tab.Header) - 1
-	if got := tab.Rows[0][last]; !strings.HasSuffix(got, "met") {
+	if got := tab.Rows[1][last]; !strings.HasSuffix(got, "met") {
 		t.Errorf("default compared: %q, want met", got)
 	}
-	if got := tab.Rows[1][last]; got != "n/a: no default run on this path" {
+	if got := tab.Rows[0][last]; got != "n/a: no default run on this path" {
 		t.Errorf("a default over another transport compared: %q", got)
 	}
 	wantCounts := map[string][3]string{ // met, missed, n/a
