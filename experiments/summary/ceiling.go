@@ -85,7 +85,7 @@ func ladderTop(maxRes string) media.Rung {
 // though single bins fall short while the encoder follows a rising target
 // late: in the sweep's runs at 10 and 20 Mb/s, where the encoder met a
 // fixed 19.4 Mb/s target in default mode, the ceilingRank percentile of
-// the bins' ratios lay between 0.915 and 1.04. An encoder that cannot
+// the bins' ratios lay between 0.92 and 1.04. An encoder that cannot
 // produce what the path allows falls short in every bin, to about 0.8
 // (the controller never leads what was sent by more than 25%). The
 // sender, not the path, is the limit when that percentile is below
