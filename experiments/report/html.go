@@ -12,8 +12,11 @@ import (
 type pageData struct {
 	Generated string
 	Runs      int
-	Overview  []figure // plots across all runs
-	Sections  []section
+	Overview  []figure      // plots across all runs
+	Targets   *targetsTable // nil when no run is judged against the targets
+	// TargetsIntro introduces the Targets section.
+	TargetsIntro string
+	Sections     []section
 }
 
 type section struct {
@@ -31,7 +34,7 @@ type runView struct {
 }
 
 func renderIndex(now time.Time, runs []Run, tabs []table, overview []figure, figs [][]figure, extras map[string]*runExtra) ([]byte, error) {
-	d := pageData{Generated: now.UTC().Format(time.RFC3339), Runs: len(runs), Overview: overview}
+	d := pageData{Generated: now.UTC().Format(time.RFC3339), Runs: len(runs), Overview: overview, Targets: targetsOf(runs), TargetsIntro: targetsIntro}
 	ids := map[string]bool{}
 	for i, t := range tabs {
 		id := "s-" + slug(t.Title)
@@ -110,10 +113,35 @@ dd { margin: 0; }
 <h1>Experiment results</h1>
 <p>Generated {{.Generated}} from {{.Runs}} runs. Data: <a href="summary.json">summary.json</a>, <a href="summary.md">summary.md</a>.</p>
 <ul>
+{{- if .Targets}}
+<li><a href="#targets">Targets</a></li>
+{{- end}}
 {{- range .Sections}}
 <li><a href="#{{.ID}}">{{.Table.Title}}</a></li>
 {{- end}}
 </ul>
+{{- with .Targets}}
+<section id="targets">
+<h2>Targets</h2>
+<p class="cond">{{$.TargetsIntro}}</p>
+<table>
+<thead><tr>{{range .CountHeader}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .Counts}}
+<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>
+<div class="scroll"><table>
+<thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table></div>
+</section>
+{{- end}}
 {{- with .Overview}}
 <section id="overview">
 <h2>Across runs</h2>

@@ -106,6 +106,19 @@ type Run struct {
 	// recovered from it, null when it did not within the window (see
 	// experiments/README.md for the criteria).
 	RecoveryS []*float64 `json:"recovery_s,omitempty"`
+	// Steps describes each step of Schedule in its order, as RecoveryS
+	// judges it; absent without a schedule and in results written before
+	// it.
+	Steps []Step `json:"steps,omitempty"`
+	// SerializationMs is the median, over the frames captured in the
+	// window, of a frame's own serialization at the bottleneck: its
+	// encoded bytes (without packet headers) at the bottleneck rate when
+	// it was written. Absent in results written before it.
+	SerializationMs *float64 `json:"serialization_ms,omitempty"`
+	// Ceiling is what the window shows of the sender's own limit at the
+	// top rung of its ladder (see TopRung), video; absent in results
+	// written before it.
+	Ceiling *TopRung `json:"top_rung,omitempty"`
 	// OutageRecoveryS has, for each outage of Schedule (AT=down to
 	// AT=up), the seconds from the path's return until the viewer
 	// received the first decodable frame captured after it, null when
@@ -143,6 +156,44 @@ type PageLeg struct {
 	FPS      float64    `json:"fps"`
 	LayerFPS [4]float64 `json:"layer_fps"`
 	Misreads int        `json:"misreads"` // displayed frames whose timestamp did not read
+}
+
+// Kinds of a schedule's step (Step.Change), as recovery_s judges them.
+const (
+	StepRateRise = "rate_rise" // the bottleneck rate rose: recovered when utilization is back
+	StepRateFall = "rate_fall" // the bottleneck rate fell: recovered when capture to received is back near the floor
+	StepRTT      = "rtt"       // only the round trip changed: as StepRateFall
+	StepDown     = "down"      // the path went down (an outage)
+	StepUp       = "up"        // the path came back
+)
+
+// Step is one step of a run's schedule: when it came and the path after
+// it.
+type Step struct {
+	AtS     float64 `json:"at_s"`     // seconds since the run's start
+	Change  string  `json:"change"`   // StepRateRise, StepRateFall, StepRTT, StepDown or StepUp
+	RateBps int64   `json:"rate_bps"` // the bottleneck rate after the step
+	RTTMs   float64 `json:"rtt_ms"`   // the round trip after the step
+}
+
+// TopRung is what a video run's measured window shows of the top rung of
+// the sender's ladder (the largest size it may send), and of the bitrate
+// at which the sender, not the path, was the limit there: the encoder
+// could not produce its target, or the target sat at the rung's ceiling.
+// experiments/README.md defines it.
+type TopRung struct {
+	Size string `json:"size"` // "1280x720"
+	// Seconds counts the 1 s bins of the window spent wholly at the top
+	// rung whose frames could be judged (no skipped frame, no keyframe,
+	// the bin before also at the top rung).
+	Seconds int `json:"seconds"`
+	// OutputRatio is the 75th percentile over those bins of the
+	// encoder's output over its target; null with too few bins.
+	OutputRatio *float64 `json:"output_ratio_p75"`
+	// SaturationBps is the median encoded bitrate of those bins when the
+	// sender was the limit there, null otherwise: the encoder's
+	// saturation rate at the top rung.
+	SaturationBps *float64 `json:"saturation_bps"`
 }
 
 // FreezeMs is the shortest gap between two frames received that counts as

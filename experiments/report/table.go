@@ -313,12 +313,18 @@ func conditions(runs []Run) string {
 
 // Markdown returns one Markdown table per scenario of runs, in report order
 // (see SortRuns), each under a "## scenario" heading and followed by the
-// default-versus-replenish comparison and the runs' notes. It does not modify
-// runs.
+// default-versus-replenish comparison and the runs' notes. When runs of
+// TargetMode carry the sweep's fields, a "## Targets" section comes first:
+// each such run against the sweep's targets, with the counts. It does not
+// modify runs.
 func Markdown(runs []Run) string {
 	runs = slices.Clone(runs)
 	SortRuns(runs)
 	var b strings.Builder
+	if t := targetsOf(runs); t != nil {
+		t.markdown(&b)
+		b.WriteString("\n")
+	}
 	for i, t := range tables(runs) {
 		if i > 0 {
 			b.WriteString("\n")
@@ -333,26 +339,7 @@ func (t table) markdown(b *strings.Builder) {
 	if t.Conditions != "" {
 		fmt.Fprintf(b, "%s\n\n", mdEscape(t.Conditions))
 	}
-	row := func(cells []string) {
-		b.WriteString("|")
-		for _, c := range cells {
-			b.WriteString(" " + mdEscape(c) + " |")
-		}
-		b.WriteString("\n")
-	}
-	row(t.Header)
-	b.WriteString("|")
-	for _, num := range t.Numeric {
-		if num {
-			b.WriteString(" ---: |")
-		} else {
-			b.WriteString(" --- |")
-		}
-	}
-	b.WriteString("\n")
-	for _, r := range t.Rows {
-		row(r)
-	}
+	mdTable(b, t.Header, t.Rows, t.Numeric)
 	for _, s := range t.Ratios {
 		b.WriteString("\n" + mdEscape(s) + "\n")
 	}

@@ -79,8 +79,10 @@ func (tl Timeline) at(us int64) time.Duration {
 func (tl Timeline) us(t time.Duration) int64 { return tl.T0.UnixMicro() + t.Microseconds() }
 
 // sweepFields sets r's drain ratio, idle fraction, rung fraction, floor
-// and recoveries, and notes why one is missing.
+// and recoveries, and what ceilingFields sets, and notes why one is
+// missing.
 func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.ViewerFrame) {
+	ceilingFields(r, in, frames)
 	win := windowFrames(in.TL, frames)
 	r.RungFraction = rungFraction(win)
 	r.DrainRatio = drainRatio(in, win)
@@ -276,7 +278,7 @@ func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, floo
 	out := make([]*float64, len(steps))
 	prevRate := in.Spec.Path.Rate
 	for i, st := range steps {
-		rising := st.Rate > prevRate
+		rising := stepChange(st, prevRate) == report.StepRateRise
 		if st.Rate > 0 {
 			prevRate = st.Rate
 		}

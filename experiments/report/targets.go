@@ -1,0 +1,355 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The sweep's targets (experiments/README.md, "The sweep"): what every
+// video run of TargetMode must show, judged from its run.json alone, with
+// the unmanaged sender (mode "default") on the same path for the last one.
+// Absolute times here are properties of the emulated path, not of the
+// machine.
+const (
+	// TargetMode is the mode the targets are for.
+	TargetMode = "replenish=15ms"
+
+	// Source delay p50 at most SourceDelayFactor times the median frame's
+	// own serialization at the bottleneck (serialization_ms) plus
+	// SourceDelaySlackMs.
+	SourceDelayFactor  = 1.2
+	SourceDelaySlackMs = 5.0
+	// Capture to received p50 and p95 at most floor_ms plus these.
+	C2RP50OverFloorMs = 25.0
+	C2RP95OverFloorMs = 80.0
+	// Utilization at least UtilizationMin, wherever the top rung can fill
+	// the link: not where its saturation rate (TopRung.SaturationBps) is
+	// below UtilizationMin of the link's mean rate.
+	UtilizationMin = 0.9
+	// Drain ratio p50 within [DrainRatioMin, DrainRatioMax].
+	DrainRatioMin = 0.9
+	DrainRatioMax = 1.1
+	// recovery_s at most RecoveryFallMaxS after a fall of the rate (a
+	// halving: capture to received back under floor_ms + 25 ms) and
+	// RecoveryRiseMaxS after a rise (a doubling: utilization back at 90%).
+	RecoveryFallMaxS = 2.0
+	RecoveryRiseMaxS = 5.0
+	// The default run's source delay p50 at least DefaultFactor times
+	// TargetMode's on the same path wherever default overfills the link:
+	// its bottleneck queue p50 above its own serialization_ms (the wait
+	// of the last packet of a median frame sent as one burst) plus
+	// OverfillMarginMs (what the targets allow a managed sender to
+	// queue), a standing queue that only a sender offering more than the
+	// link carries can build.
+	DefaultFactor    = 10.0
+	OverfillMarginMs = 25.0
+)
+
+// verdict is a run's result against one target.
+type verdict int
+
+const (
+	notApplicable verdict = iota
+	met
+	missed
+)
+
+// judgement is a verdict with its table cell: the value against its
+// limit and "met", "missed by X" or "n/a: why".
+type judgement struct {
+	verdict verdict
+	cell    string
+}
+
+// na returns a judgement that the target does not apply, and why.
+func na(why string) judgement { return judgement{notApplicable, "n/a: " + why} }
+
+// judged returns the judgement of value (formatted) against limit
+// (formatted with its comparison, as in "≤ 71 ms"): met when ok, else
+// missed by by.
+func judged(ok bool, value, limit, by string) judgement {
+	if ok {
+		return judgement{met, value + " (" + limit + ") met"}
+	}
+	return judgement{missed, value + " (" + limit + ") missed by " + by}
+}
+
+// target is one column of the Targets section.
+type target struct {
+	name  string // column title
+	limit string // the limit, for the counts
+	// judge judges a run of TargetMode; def is the default run on the
+	// same path, nil if none.
+	judge func(r Run, def *Run) judgement
+}
+
+// targets lists the sweep's targets in their columns' order.
+var targets = []target{
+	{"source delay p50", fmt.Sprintf("≤ %g × serialization + %g ms", SourceDelayFactor, SourceDelaySlackMs), judgeSourceDelay},
+	{"capture to received p50", fmt.Sprintf("≤ floor + %g ms", C2RP50OverFloorMs), func(r Run, _ *Run) judgement {
+		return judgeC2R(r, func(p Run) float64 { return p.CaptureToReceivedMs.P50 }, C2RP50OverFloorMs)
+	}},
+	{"capture to received p95", fmt.Sprintf("≤ floor + %g ms", C2RP95OverFloorMs), func(r Run, _ *Run) judgement {
+		return judgeC2R(r, func(p Run) float64 { return p.CaptureToReceivedMs.P95 }, C2RP95OverFloorMs)
+	}},
+	{"utilization", fmt.Sprintf("≥ %.0f%% where the top rung can fill the link", 100*UtilizationMin), judgeUtilization},
+	{"drain ratio p50", fmt.Sprintf("%g to %g", DrainRatioMin, DrainRatioMax), judgeDrainRatio},
+	{"recovery", fmt.Sprintf("≤ %g s after a halving, ≤ %g s after a doubling", RecoveryFallMaxS, RecoveryRiseMaxS), judgeRecovery},
+	{"default's source delay p50", fmt.Sprintf("≥ %g× where default overfills the link", DefaultFactor), judgeDefault},
+}
+
+// needs says which field a judgement lacks: absent in results written
+// before it, and given again by resummarize where the raw records allow.
+func needs(field string) judgement { return na("no " + field + " (resummarize)") }
+
+func judgeSourceDelay(r Run, _ *Run) judgement {
+	v := r.SourceDelayMs.P50
+	switch {
+	case r.SerializationMs == nil:
+		return needs("serialization_ms")
+	case !finite(v):
+		return na("source delay unknown")
+	}
+	limit := SourceDelayFactor**r.SerializationMs + SourceDelaySlackMs
+	return judged(v <= limit, fmtMs(v), "≤ "+fmtMs(limit), fmtMs(v-limit))
+}
+
+// judgeC2R judges the percentile pick of capture to received against
+// floor_ms plus over.
+func judgeC2R(r Run, pick func(Run) float64, over float64) judgement {
+	if r.FloorMs == nil {
+		return needs("floor_ms")
+	}
+	if r.CaptureToReceivedMs == nil || !finite(pick(r)) {
+		return na("capture to received unknown")
+	}
+	v, limit := pick(r), *r.FloorMs+over
+	return judged(v <= limit, fmtMs(v), "≤ "+fmtMs(limit), fmtMs(v-limit))
+}
+
+// meanRate returns the bottleneck's mean rate over the window: goodput
+// over utilization, or the nominal rate when those are unknown.
+func meanRate(r Run) float64 {
+	if finite(r.GoodputBps) && finite(r.Utilization) && r.Utilization > 0 {
+		return r.GoodputBps / r.Utilization
+	}
+	return float64(r.RateBps)
+}
+
+func judgeUtilization(r Run, _ *Run) judgement {
+	u := r.Utilization
+	if !finite(u) {
+		return na("utilization unknown")
+	}
+	if c := r.Ceiling; c != nil && c.SaturationBps != nil {
+		if link := meanRate(r); *c.SaturationBps < UtilizationMin*link {
+			return na(fmt.Sprintf("encoder-limited, %s saturates at %s (%.0f%% of the link; utilization %.0f%%)",
+				c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/link, 100*u))
+		}
+	}
+	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+	j := judged(u >= UtilizationMin, pct(u), fmt.Sprintf("≥ %.0f%%", 100*UtilizationMin), fmt.Sprintf("%.1f points", 100*(UtilizationMin-u)))
+	if r.Ceiling == nil && j.verdict == missed {
+		j.cell += " (top rung's ceiling unknown)"
+	}
+	return j
+}
+
+func judgeDrainRatio(r Run, _ *Run) judgement {
+	if r.DrainRatio == nil || !finite(r.DrainRatio.P50) {
+		return na("no path-limited drain estimate")
+	}
+	v := r.DrainRatio.P50
+	by := max(DrainRatioMin-v, v-DrainRatioMax)
+	return judged(by <= 0, fmt.Sprintf("%.2f", v), fmt.Sprintf("%g to %g", DrainRatioMin, DrainRatioMax), fmt.Sprintf("%.2f", by))
+}
+
+// judgeRecovery judges each step of the run's schedule that has a target
+// (a fall or a rise of the rate); the run meets the target when it meets
+// it at every such step.
+func judgeRecovery(r Run, _ *Run) judgement {
+	switch {
+	case r.Schedule == "":
+		return na("no step")
+	case r.Steps == nil:
+		return needs("steps")
+	case len(r.RecoveryS) != len(r.Steps):
+		return na("recovery_s unknown")
+	}
+	var cells, skipped []string
+	v := notApplicable
+	for i, st := range r.Steps {
+		j := judgeStep(r, i, st)
+		if j.verdict == notApplicable {
+			skipped = append(skipped, j.cell)
+			continue
+		}
+		cells = append(cells, j.cell)
+		v = max(v, j.verdict)
+	}
+	if v == notApplicable {
+		return na(strings.Join(skipped, "; "))
+	}
+	return judgement{v, strings.Join(cells, "; ")}
+}
+
+// judgeStep judges recovery_s of the i-th step st of r's schedule.
+func judgeStep(r Run, i int, st Step) judgement {
+	var limit float64
+	switch st.Change {
+	case StepRateFall:
+		limit = RecoveryFallMaxS
+	case StepRateRise:
+		limit = RecoveryRiseMaxS
+	default:
+		return judgement{notApplicable, strings.ReplaceAll(st.Change, "_", " ") + " step: no target"}
+	}
+	if st.AtS < r.WarmupS {
+		return judgement{notApplicable, "step in the warm-up"}
+	}
+	lim := "≤ " + fmtSec(limit)
+	if v := r.RecoveryS[i]; v != nil {
+		return judged(*v <= limit, fmtSec(*v), lim, fmtSec(*v-limit))
+	}
+	// Not back before the next step or the window's end.
+	horizon := r.WarmupS + r.DurationS
+	if i+1 < len(r.Steps) {
+		horizon = min(horizon, r.Steps[i+1].AtS)
+	}
+	left := horizon - st.AtS
+	return judgement{missed, fmt.Sprintf("not back within %s (%s) missed by over %s", fmtSec(left), lim, fmtSec(left-limit))}
+}
+
+// judgeDefault judges the default run def on r's path against r.
+func judgeDefault(r Run, def *Run) judgement {
+	if def == nil {
+		return na("no default run on this path")
+	}
+	if def.SerializationMs == nil {
+		return needs("serialization_ms of default")
+	}
+	q, over := def.BottleneckQueueMs.P50, *def.SerializationMs+OverfillMarginMs
+	if !finite(q) {
+		return na("default's bottleneck queue unknown")
+	}
+	if q <= over {
+		return na("default does not overfill (queue p50 " + fmtMs(q) + " ≤ " + fmtMs(over) + ")")
+	}
+	d, s := def.SourceDelayMs.P50, r.SourceDelayMs.P50
+	if !finite(d) || !finite(s) || s <= 0 {
+		return na("source delay unknown")
+	}
+	x := d / s
+	return judged(x >= DefaultFactor, fmtRatio(x), fmt.Sprintf("≥ %g×", DefaultFactor), fmtRatio(DefaultFactor/x))
+}
+
+// targetsTable is the Targets section: the counts per target, and one row
+// per run of TargetMode.
+type targetsTable struct {
+	CountHeader []string
+	Counts      [][]string // per target: name, limit, met, missed, n/a
+	Header      []string
+	Rows        [][]string // per run: its ID, then a cell per target
+}
+
+// isTargetRun reports whether r is judged against the targets: a run of
+// TargetMode with the sweep's fields (floor_ms, which only video runs
+// have).
+func isTargetRun(r Run) bool {
+	return r.Mode == TargetMode && r.FloorMs != nil
+}
+
+// targetOrder orders the rows of the Targets section: runs without steps
+// first, then by rate, round trip and ID.
+func targetOrder(a, b Run) int {
+	stepped := func(r Run) int {
+		if r.Schedule == "" {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(stepped(a), stepped(b)), cmp.Compare(a.RateBps, b.RateBps),
+		cmp.Compare(a.RTTMs, b.RTTMs), strings.Compare(a.ID, b.ID))
+}
+
+// targetsOf judges runs against the targets, in targetOrder; nil when
+// none of them is judged (isTargetRun).
+func targetsOf(runs []Run) *targetsTable {
+	t := &targetsTable{
+		CountHeader: []string{"target", "limit", "met", "missed", "n/a"},
+		Header:      []string{"run"},
+	}
+	counts := make([][3]int, len(targets))
+	for _, tg := range targets {
+		t.Header = append(t.Header, tg.name)
+	}
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, targetOrder)
+	for _, r := range sorted {
+		if !isTargetRun(r) {
+			continue
+		}
+		var def *Run
+		if i := slices.IndexFunc(runs, func(o Run) bool {
+			return o.Mode == "default" && o.Scenario == r.Scenario && transportName(o) == transportName(r)
+		}); i >= 0 {
+			def = &runs[i]
+		}
+		row := []string{r.ID}
+		for k, tg := range targets {
+			j := tg.judge(r, def)
+			counts[k][j.verdict]++
+			row = append(row, j.cell)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	for k, tg := range targets {
+		c := counts[k]
+		t.Counts = append(t.Counts, []string{tg.name, tg.limit, strconv.Itoa(c[met]), strconv.Itoa(c[missed]), strconv.Itoa(c[notApplicable])})
+	}
+	return t
+}
+
+// markdown writes the section: its heading, what it judges, the counts and
+// the rows.
+func (t *targetsTable) markdown(b *strings.Builder) {
+	fmt.Fprintf(b, "## Targets\n\n%s\n\n", mdEscape(targetsIntro))
+	mdTable(b, t.CountHeader, t.Counts, []bool{false, false, true, true, true})
+	b.WriteString("\n")
+	num := make([]bool, len(t.Header))
+	mdTable(b, t.Header, t.Rows, num)
+}
+
+// targetsIntro introduces the Targets section.
+const targetsIntro = "Each run of " + TargetMode + " against the sweep's targets (experiments/README.md): " +
+	"the value, its limit, and met, missed by how much, or n/a and why."
+
+// mdTable writes a Markdown table; numeric columns are right-aligned.
+func mdTable(b *strings.Builder, header []string, rows [][]string, numeric []bool) {
+	row := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + mdEscape(c) + " |")
+		}
+		b.WriteString("\n")
+	}
+	row(header)
+	b.WriteString("|")
+	for _, n := range numeric {
+		if n {
+			b.WriteString(" ---: |")
+		} else {
+			b.WriteString(" --- |")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		row(r)
+	}
+}

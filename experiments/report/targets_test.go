@@ -1,0 +1,186 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"replenish/metrics"
+)
+
+// targetRuns returns a run of TargetMode that meets every target, on a
+// 10 Mb/s path halved at 20 s, and the default run on the same path, which
+// overfills it.
+func targetRuns() (rep, def Run) {
+	f := func(v float64) *float64 { return &v }
+	rep = Run{
+		ID: "10mbit-80ms-video-replenish=15ms", Scenario: "video, 10 Mb/s, 80 ms RTT, 200 ms queue, schedule 20s=5mbit",
+		Mode: TargetMode, Transport: "tcp", Workload: "video", CC: "cubic",
+		RateBps: 10_000_000, RTTMs: 80, QueueMs: 200, DurationS: 30, WarmupS: 5, Schedule: "20s=5mbit",
+		SourceDelayMs:       pct(0.1, 0.3, 0.5),
+		CaptureToReceivedMs: pctPtr(110, 150, 170),
+		GoodputBps:          0.92 * 7.5e6, Utilization: 0.92,
+		BottleneckQueueMs: pct(8, 20, 30),
+		DrainRatio:        &metrics.Percentiles{P50: 0.97, P95: 1.02, N: 800, Figures: metrics.P50 | metrics.P95 | metrics.Count},
+		FloorMs:           f(100),
+		SerializationMs:   f(30), // source delay limit: 1.2 × 30 + 5 = 41 ms
+		Ceiling:           &TopRung{Size: "1280x720", Seconds: 20},
+		Steps:             []Step{{AtS: 20, Change: StepRateFall, RateBps: 5e6, RTTMs: 80}},
+		RecoveryS:         []*float64{f(1)},
+	}
+	def = rep
+	def.ID, def.Mode = "10mbit-80ms-video-default", "default"
+	def.SourceDelayMs = pct(300, 900, 1200)
+	def.BottleneckQueueMs = pct(150, 190, 199) // over 40 + 25 ms: overfilled
+	def.SerializationMs = f(40)
+	return rep, def
+}
+
+func TestTargets(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		target string
+		name   string
+		change func(rep, def *Run) // nil def: no default run on the path
+		want   verdict
+		cell   string // a part of the cell
+	}{
+		{"source delay p50", "met", nil, met, "0.10 ms (≤ 41 ms) met"},
+		{"source delay p50", "at the limit", func(r, _ *Run) { r.SourceDelayMs.P50 = 41 }, met, "41 ms (≤ 41 ms) met"},
+		{"source delay p50", "missed", func(r, _ *Run) { r.SourceDelayMs.P50 = 50 }, missed, "50 ms (≤ 41 ms) missed by 9.0 ms"},
+		{"source delay p50", "results written before serialization_ms", func(r, _ *Run) { r.SerializationMs = nil }, notApplicable,
+			"n/a: no serialization_ms (resummarize)"},
+
+		{"capture to received p50", "met", nil, met, "110 ms (≤ 125 ms) met"},
+		{"capture to received p50", "at the limit", func(r, _ *Run) { r.CaptureToReceivedMs.P50 = 125 }, met, "met"},
+		{"capture to received p50", "missed", func(r, _ *Run) { r.CaptureToReceivedMs.P50 = 130 }, missed, "130 ms (≤ 125 ms) missed by 5.0 ms"},
+		{"capture to received p50", "unknown", func(r, _ *Run) { r.CaptureToReceivedMs = nil }, notApplicable, "n/a: capture to received unknown"},
+		{"capture to received p95", "met", nil, met, "150 ms (≤ 180 ms) met"},
+		{"capture to received p95", "missed", func(r, _ *Run) { r.CaptureToReceivedMs.P95 = 190 }, missed, "190 ms (≤ 180 ms) missed by 10 ms"},
+		{"capture to received p95", "unknown", func(r, _ *Run) { r.CaptureToReceivedMs.P95 = math.NaN() }, notApplicable, "n/a"},
+
+		{"utilization", "met", nil, met, "92.0% (≥ 90%) met"},
+		{"utilization", "at the limit", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.9, 0.9*7.5e6 }, met, "met"},
+		{"utilization", "missed", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6 }, missed, "80.0% (≥ 90%) missed by 10.0 points"},
+		{"utilization", "missed, the encoder able to fill the link", func(r, _ *Run) {
+			r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6
+			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.8), SaturationBps: f(7e6)} // over 90% of 7.5 Mb/s
+		}, missed, "missed by 10.0 points"},
+		{"utilization", "encoder-limited", func(r, _ *Run) {
+			r.Utilization, r.GoodputBps = 0.6, 0.6*7.5e6
+			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}
+		}, notApplicable, "n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link"},
+		{"utilization", "results written before top_rung", func(r, _ *Run) {
+			r.Utilization, r.GoodputBps, r.Ceiling = 0.8, 0.8*7.5e6, nil
+		}, missed, "missed by 10.0 points (top rung's ceiling unknown)"},
+		{"utilization", "unknown", func(r, _ *Run) { r.Utilization = math.NaN() }, notApplicable, "n/a: utilization unknown"},
+
+		{"drain ratio p50", "met", nil, met, "0.97 (0.9 to 1.1) met"},
+		{"drain ratio p50", "at the lower limit", func(r, _ *Run) { r.DrainRatio.P50 = 0.9 }, met, "met"},
+		{"drain ratio p50", "at the upper limit", func(r, _ *Run) { r.DrainRatio.P50 = 1.1 }, met, "met"},
+		{"drain ratio p50", "missed below", func(r, _ *Run) { r.DrainRatio.P50 = 0.85 }, missed, "0.85 (0.9 to 1.1) missed by 0.05"},
+		{"drain ratio p50", "missed above", func(r, _ *Run) { r.DrainRatio.P50 = 1.2 }, missed, "1.20 (0.9 to 1.1) missed by 0.10"},
+		{"drain ratio p50", "no path-limited estimate", func(r, _ *Run) { r.DrainRatio = nil }, notApplicable, "n/a: no path-limited drain estimate"},
+
+		{"recovery", "met after a halving", nil, met, "1.00 s (≤ 2.00 s) met"},
+		{"recovery", "at the limit after a halving", func(r, _ *Run) { r.RecoveryS = []*float64{f(2)} }, met, "2.00 s (≤ 2.00 s) met"},
+		{"recovery", "missed after a halving", func(r, _ *Run) { r.RecoveryS = []*float64{f(2.5)} }, missed, "2.50 s (≤ 2.00 s) missed by 500 ms"},
+		{"recovery", "not back after a halving", func(r, _ *Run) { r.RecoveryS = []*float64{nil} }, missed,
+			"not back within 15.0 s (≤ 2.00 s) missed by over 13.0 s"},
+		{"recovery", "met after a doubling", func(r, _ *Run) {
+			r.Steps[0].Change, r.RecoveryS = StepRateRise, []*float64{f(4)}
+		}, met, "4.00 s (≤ 5.00 s) met"},
+		{"recovery", "missed after a doubling", func(r, _ *Run) {
+			r.Steps[0].Change, r.RecoveryS = StepRateRise, []*float64{f(6)}
+		}, missed, "6.00 s (≤ 5.00 s) missed by 1.00 s"},
+		{"recovery", "an RTT step", func(r, _ *Run) { r.Steps[0].Change = StepRTT }, notApplicable, "n/a: rtt step: no target"},
+		{"recovery", "a step in the warm-up", func(r, _ *Run) { r.Steps[0].AtS = 3 }, notApplicable, "n/a: step in the warm-up"},
+		{"recovery", "no schedule", func(r, _ *Run) { r.Schedule, r.Steps, r.RecoveryS = "", nil, nil }, notApplicable, "n/a: no step"},
+		{"recovery", "results written before steps", func(r, _ *Run) { r.Steps = nil }, notApplicable, "n/a: no steps (resummarize)"},
+
+		{"default's source delay p50", "met", nil, met, "3000× (≥ 10×) met"},
+		{"default's source delay p50", "at the limit", func(_, d *Run) { d.SourceDelayMs.P50 = 1 }, met, "10× (≥ 10×) met"},
+		{"default's source delay p50", "missed", func(_, d *Run) { d.SourceDelayMs.P50 = 0.5 }, missed, "5.0× (≥ 10×) missed by 2.0×"},
+		{"default's source delay p50", "default does not overfill", func(_, d *Run) {
+			d.SourceDelayMs.P50, d.BottleneckQueueMs.P50 = 0.5, 65 // not over 40 + 25 ms
+		}, notApplicable, "n/a: default does not overfill (queue p50 65 ms ≤ 65 ms)"},
+		{"default's source delay p50", "no default run", nil, notApplicable, "n/a: no default run on this path"},
+	}
+	for _, c := range tests {
+		t.Run(c.target+"/"+c.name, func(t *testing.T) {
+			i := slices.IndexFunc(targets, func(tg target) bool { return tg.name == c.target })
+			if i < 0 {
+				t.Fatalf("no target %q", c.target)
+			}
+			rep, def := targetRuns()
+			rep.CaptureToReceivedMs = pctPtr(110, 150, 170) // not shared with def
+			if c.change != nil {
+				c.change(&rep, &def)
+			}
+			d := &def
+			if c.name == "no default run" {
+				d = nil
+			}
+			j := targets[i].judge(rep, d)
+			if j.verdict != c.want || !strings.Contains(j.cell, c.cell) {
+				t.Errorf("%q (verdict %d), want verdict %d and %q", j.cell, j.verdict, c.want, c.cell)
+			}
+		})
+	}
+}
+
+// TestTargetsSection checks which runs the section judges, the default
+// run each is compared with, the counts, and where the section stands in
+// summary.md.
+func TestTargetsSection(t *testing.T) {
+	rep, def := targetRuns()
+	other := rep // another path, whose default is over QUIC only
+	other.ID, other.Scenario, other.Schedule, other.Steps, other.RecoveryS = "2mbit-80ms-video-replenish=15ms", "video, 2 Mb/s", "", nil, nil
+	other.SourceDelayMs.P50 = 50 // missed
+	quicDef := def
+	quicDef.ID, quicDef.Scenario, quicDef.Transport = "2mbit-80ms-video-quic-default", other.Scenario, "quic"
+	old := rep // written before the sweep's fields: not judged
+	old.ID, old.Scenario, old.FloorMs = "1mbit-video-replenish=15ms", "video, 1 Mb/s", nil
+	bulk, _ := bulkRun(t, TargetMode, 10, 1.9e6)
+	runs := []Run{rep, def, other, quicDef, old, bulk}
+	SortRuns(runs)
+	tab := targetsOf(runs)
+	if tab == nil {
+		t.Fatal("no Targets section")
+	}
+	var ids []string
+	for _, row := range tab.Rows {
+		ids = append(ids, row[0])
+	}
+	if want := []string{other.ID, rep.ID}; !slices.Equal(ids, want) {
+		t.Errorf("rows %q, want %q (runs without steps first)", ids, want)
+	}
+	last := len(tab.Header) - 1
+	if got := tab.Rows[1][last]; !strings.HasSuffix(got, "met") {
+		t.Errorf("default compared: %q, want met", got)
+	}
+	if got := tab.Rows[0][last]; got != "n/a: no default run on this path" {
+		t.Errorf("a default over another transport compared: %q", got)
+	}
+	wantCounts := map[string][3]string{ // met, missed, n/a
+		"source delay p50": {"1", "1", "0"},
+		"recovery":         {"1", "0", "1"},
+		"utilization":      {"2", "0", "0"},
+	}
+	for _, c := range tab.Counts {
+		if w, ok := wantCounts[c[0]]; ok && [3]string(c[2:]) != w {
+			t.Errorf("counts of %s: %q, want %q", c[0], c[2:], w)
+		}
+	}
+	md := Markdown(runs)
+	if !strings.HasPrefix(md, "## Targets\n") || !strings.Contains(md, "| source delay p50 | ≤ 1.2 × serialization + 5 ms | 1 | 1 | 0 |") {
+		t.Errorf("summary.md does not open with the Targets section and its counts:\n%s", md)
+	}
+	if !strings.Contains(md, "| "+other.ID+" | 50 ms (≤ 41 ms) missed by 9.0 ms |") {
+		t.Errorf("summary.md lacks the missed row:\n%s", md)
+	}
+	if targetsOf([]Run{old, bulk}) != nil || strings.Contains(Markdown([]Run{old, bulk}), "Targets") {
+		t.Error("a Targets section without runs that have the sweep's fields")
+	}
+}
