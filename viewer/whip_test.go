@@ -244,6 +244,12 @@ func gatheredOffer(t *testing.T, pc *pion.PeerConnection, dir pion.RTPTransceive
 	if _, err := pc.AddTransceiverFromKind(pion.RTPCodecTypeVideo, pion.RTPTransceiverInit{Direction: dir}); err != nil {
 		t.Fatal(err)
 	}
+	return offerOf(t, pc)
+}
+
+// offerOf returns pc's offer once its ICE candidates are gathered.
+func offerOf(t *testing.T, pc *pion.PeerConnection) string {
+	t.Helper()
 	offer, err := pc.CreateOffer(nil)
 	if err != nil {
 		t.Fatal(err)

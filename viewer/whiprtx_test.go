@@ -119,18 +119,10 @@ func publishTo(t *testing.T, pc *pion.PeerConnection) *pion.TrackLocalStaticRTP 
 	if _, err := pub.AddTransceiverFromTrack(track, pion.RTPTransceiverInit{Direction: pion.RTPTransceiverDirectionSendonly}); err != nil {
 		t.Fatal(err)
 	}
-	offer, err := pub.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := pion.GatheringCompletePromise(pub)
-	if err := pub.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
+	offer := offerOf(t, pub)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	ans, err := answer(ctx, pc, pub.LocalDescription().SDP, nil)
+	ans, err := answer(ctx, pc, offer, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
