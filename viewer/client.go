@@ -322,14 +322,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.nextClientID++
 	c := newClient(s.nextClientID, r.RemoteAddr, conn)
+	log := s.log.With("page", c.id, "remote", c.remote)
+	// Set before c is in s.clients, where Stats reads them.
+	c.waiter = s.pageWaiter(conn, log)
+	c.delayTarget = s.cfg.PageDelayTarget
 	s.clients[c] = struct{}{}
 	s.conns.Add(1)
 	s.mu.Unlock()
 	defer s.conns.Done()
 
-	log := s.log.With("page", c.id, "remote", c.remote)
-	c.waiter = s.pageWaiter(conn, log)
-	c.delayTarget = s.cfg.PageDelayTarget
 	log.Info("page connected", "mode", c.mode())
 	var writer sync.WaitGroup
 	writer.Go(func() {
