@@ -216,13 +216,21 @@ func whipResponse(t *testing.T, ts *testServer, method, path, token, contentType
 // or H264 only when h264.
 func pionOffer(t *testing.T, dir pion.RTPTransceiverDirection, h264 bool) string {
 	t.Helper()
-	m := &pion.MediaEngine{}
 	codec := rtc.VP8
 	if h264 {
 		codec.RTPCodecCapability = pion.RTPCodecCapability{MimeType: pion.MimeTypeH264, ClockRate: 90000,
 			SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"}
 		codec.PayloadType = 102
 	}
+	return gatheredOffer(t, loopbackPeer(t, codec), dir)
+}
+
+// loopbackPeer returns a peer connection, closed when the test ends, that
+// offers codec and gathers only loopback UDP candidates, without
+// interceptors.
+func loopbackPeer(t *testing.T, codec pion.RTPCodecParameters) *pion.PeerConnection {
+	t.Helper()
+	m := &pion.MediaEngine{}
 	if err := m.RegisterCodec(codec, pion.RTPCodecTypeVideo); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +242,7 @@ func pionOffer(t *testing.T, dir pion.RTPTransceiverDirection, h264 bool) string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Close() })
-	return gatheredOffer(t, pc, dir)
+	return pc
 }
 
 // gatheredOffer adds a video transceiver of direction dir to pc and
@@ -406,18 +414,7 @@ func TestWHIPTooManyPublishers(t *testing.T) {
 // once, even when the viewer has already seen the connection end.
 func TestWHIPDeleteAfterClose(t *testing.T) {
 	ts := startServer(t, nil)
-	m := &pion.MediaEngine{}
-	if err := m.RegisterCodec(rtc.VP8, pion.RTPCodecTypeVideo); err != nil {
-		t.Fatal(err)
-	}
-	var se pion.SettingEngine
-	se.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
-	se.SetIncludeLoopbackCandidate(true)
-	pc, err := pion.NewAPI(pion.WithMediaEngine(m), pion.WithSettingEngine(se)).NewPeerConnection(pion.Configuration{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
+	pc := loopbackPeer(t, rtc.VP8)
 	connected := make(chan struct{})
 	var once sync.Once
 	pc.OnConnectionStateChange(func(s pion.PeerConnectionState) {

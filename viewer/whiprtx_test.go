@@ -100,18 +100,7 @@ func readSeqs(t *testing.T, link *whipLink, wait, deadline time.Time, seqs []uin
 // returns its track.
 func publishTo(t *testing.T, pc *pion.PeerConnection) *pion.TrackLocalStaticRTP {
 	t.Helper()
-	m := &pion.MediaEngine{}
-	if err := m.RegisterCodec(rtc.VP8, pion.RTPCodecTypeVideo); err != nil {
-		t.Fatal(err)
-	}
-	var se pion.SettingEngine
-	se.SetNetworkTypes([]pion.NetworkType{pion.NetworkTypeUDP4})
-	se.SetIncludeLoopbackCandidate(true)
-	pub, err := pion.NewAPI(pion.WithMediaEngine(m), pion.WithSettingEngine(se)).NewPeerConnection(pion.Configuration{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pub.Close() })
+	pub := loopbackPeer(t, rtc.VP8)
 	track, err := pion.NewTrackLocalStaticRTP(rtc.VP8.RTPCodecCapability, "video", "test")
 	if err != nil {
 		t.Fatal(err)
