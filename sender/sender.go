@@ -52,6 +52,11 @@ type Config struct {
 	Start rate.Bitrate
 	FPS   int    // the source's frame rate; zero means 30
 	SSRC  uint32 // zero means random
+	// MaxPacketSize is the largest RTP packet, header included; zero
+	// means framer.DefaultRTPPacketSize, for a transport that sends each
+	// packet as a datagram. Over a byte stream use
+	// framer.StreamRTPPacketSize.
+	MaxPacketSize int
 	// MinKeyframeGap rate-limits requested keyframes; zero means 500 ms.
 	MinKeyframeGap time.Duration
 	// Scalability is the encoder's temporal layering; zero means L1T1
@@ -230,7 +235,7 @@ func New(cfg Config) (*Sender, error) {
 		log:      cfg.Logger,
 		ssrc:     ssrc,
 		ctrl:     NewController(ladder, cfg.Start),
-		pkt:      framer.NewPacketizer(framer.PacketizerConfig{SSRC: ssrc}),
+		pkt:      framer.NewPacketizer(framer.PacketizerConfig{SSRC: ssrc, MaxPacketSize: cfg.MaxPacketSize}),
 		pending:  make(map[uint64]frameTiming),
 		delays:   metrics.NewWindow(statusSpan, statusSamples),
 		sentBits: metrics.NewWindow(time.Second, 1024),

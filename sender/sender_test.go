@@ -340,3 +340,44 @@ func TestTemporalLayers(t *testing.T) {
 		t.Errorf("New with an unknown mode: %v", err)
 	}
 }
+
+// TestPacketSize checks that a frame goes out in RTP packets of at most
+// the configured size: 1200 bytes by default (a datagram), fewer and
+// larger ones over a byte stream.
+func TestPacketSize(t *testing.T) {
+	for _, limit := range []int{0, framer.StreamRTPPacketSize} {
+		bubble(t, Config{MaxPacketSize: limit}, func(s *Sender, src *media.Source, f *fakeTransport) {
+			f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
+			synctest.Wait()
+			frames, _ := f.frames(t)
+			if len(frames) != 1 {
+				t.Fatalf("%d frames, want 1", len(frames))
+			}
+			want := nonzero(limit, framer.DefaultRTPPacketSize)
+			var media, largest int
+			for _, p := range f.writes[0].pkts {
+				if !framer.IsRTCP(p) {
+					media++
+					largest = max(largest, len(p))
+				}
+			}
+			n := len(frames[0].Data)
+			if n <= 2*framer.DefaultRTPPacketSize || n >= framer.StreamRTPPacketSize/2 {
+				t.Fatalf("a first frame of %d bytes does not tell the sizes apart", n)
+			}
+			if largest > want {
+				t.Errorf("limit %d: a packet of %d bytes", want, largest)
+			}
+			if fewest := (n + want - 1) / want; media < fewest || media > fewest+1 {
+				t.Errorf("limit %d: %d bytes of VP8 in %d packets, want %d or %d", want, n, media, fewest, fewest+1)
+			}
+		})
+	}
+}
+
+func nonzero(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"replenish/framer"
 	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/sender"
@@ -70,12 +71,12 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 		return nil, err
 	}
 	src := media.NewSource(media.SourceConfig{FPS: cfg.FPS, Name: cfg.Name})
-	modeText := cfg.Mode.String()
+	modeText, packet := cfg.Mode.String(), framer.StreamRTPPacketSize
 	if cfg.Transport == "webrtc" {
-		modeText = "gcc"
+		modeText, packet = "gcc", framer.DefaultRTPPacketSize // each packet a UDP datagram
 	}
 	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, Mode: modeText, MaxSize: cfg.MaxSize, FPS: cfg.FPS,
-		Logger: cfg.Logger.With("part", "sender"), NewEncoder: cfg.NewEncoder})
+		MaxPacketSize: packet, Logger: cfg.Logger.With("part", "sender"), NewEncoder: cfg.NewEncoder})
 	if err != nil {
 		return nil, err
 	}

@@ -3,18 +3,19 @@ package pathmodel
 import (
 	"time"
 
+	"replenish/framer"
 	"replenish/rate"
 	"replenish/transport/drain"
 	rule "replenish/transport/tcp"
 )
 
 // Packet overhead the sender adds to a frame's VP8 bytes (framer): each RTP
-// packet of at most 1200 bytes carries a 28-byte header with the
-// abs-capture-time extension, a 4-byte VP8 descriptor and 2 bytes of
-// RFC 4571 framing; each write carries one timing report (an RTCP APP
+// packet of at most framer.StreamRTPPacketSize bytes (over TCP) carries a
+// 28-byte header with the abs-capture-time extension, a 4-byte VP8
+// descriptor and 2 bytes of RFC 4571 framing; each write carries one timing report (an RTCP APP
 // packet of 64 bytes with one frame's entry, plus framing).
 const (
-	rtpPacket      = 1200
+	rtpPacket      = framer.StreamRTPPacketSize
 	rtpHeader      = 28 + 4
 	rtpFraming     = 2
 	reportBytes    = 66
