@@ -107,8 +107,11 @@ type Result struct {
 	// the lesser of the link rate and what the top rung can send; RawUtil
 	// is relative to the link rate.
 	Util, RawUtil float64
-	Rungs         map[media.Size]float64 // fraction of measured frames
-	Recoveries    []Recovery
-	Drops         int
-	Retransmits   int
+	// VideoUtil is the VP8 bytes received over the same time, relative
+	// to the link rate: the experiments' utilization.
+	VideoUtil   float64
+	Rungs       map[media.Size]float64 // fraction of measured frames
+	Recoveries  []Recovery
+	Drops       int
+	Retransmits int
 }

@@ -65,6 +65,7 @@ func (s *sim) result() *Result {
 	first := segFor(segs, s.cfg.Warmup)
 	r.Floor, r.Ser = first.floor, first.ser
 	r.Util, r.RawUtil = s.utilization()
+	r.VideoUtil = s.videoUtilization()
 	r.Recoveries = s.recoveries(segs)
 	return r
 }
@@ -159,6 +160,28 @@ func (s *sim) utilization() (rel, raw float64) {
 		return 0, 0
 	}
 	return used / can, used / link
+}
+
+// videoUtilization returns the VP8 bytes of the frames received over the
+// measured time less the settling after rate steps, relative to the link
+// rate: what the experiments report as utilization (goodput over the
+// bottleneck's mean rate), headers and framing not counted.
+func (s *sim) videoUtilization() float64 {
+	var used, link float64
+	for _, f := range s.frames {
+		if f.Received >= s.cfg.Warmup && f.Received < s.cfg.Duration && !s.settling(f.Received) {
+			used += float64(8 * f.Video)
+		}
+	}
+	for t := s.cfg.Warmup; t < s.cfg.Duration; t += meterBin {
+		if !s.settling(t) {
+			link += s.sched.bits(t, t+meterBin)
+		}
+	}
+	if link == 0 {
+		return 0
+	}
+	return used / link
 }
 
 // stepping says a frame captured at t is within delaySettle after a step.
