@@ -123,9 +123,11 @@ func TestBrowserNativePlayer(t *testing.T) {
 	w, b := streams["over-webrtc"], streams["no-stamp"]
 	t.Logf("over-webrtc: %+v", w)
 	t.Logf("no-stamp: %+v", b)
-	if n := w.Native; !n.On || !n.Connected || n.Misreads*20 > n.FramesDisplayed || n.Width != 320 ||
+	// The sender's rung follows GCC's estimate, which a loaded machine
+	// keeps low: any rung up to the sender's 320x180 will do.
+	if n := w.Native; !n.On || !n.Connected || n.Misreads*20 > n.FramesDisplayed || n.Width <= 0 || n.Width > 320 ||
 		n.LastG2G == nil || *n.LastG2G < 0 || *n.LastG2G > 10_000 || n.NoStamp {
-		t.Errorf("native player %+v: want it on and connected, 320 wide, at most 5%% misreads and a glass-to-glass time", n)
+		t.Errorf("native player %+v: want it on and connected, at most 320 wide, at most 5%% misreads and a glass-to-glass time", n)
 	}
 	if w.Transport != "webrtc" || w.Mode != "gcc" || w.Misreads*20 > w.FramesDisplayed || w.DecoderErrors != 0 || w.NoStamp {
 		t.Errorf("WebCodecs view of the WHIP stream: %+v", w)
