@@ -17,13 +17,6 @@ const (
 	// DefaultRTPPacketSize is the default largest RTP packet, in bytes,
 	// header included: one that fits a UDP datagram on any path.
 	DefaultRTPPacketSize = 1200
-	// StreamRTPPacketSize is the largest RTP packet over a byte stream
-	// (RFC 4571 over TCP, RTP over a QUIC stream), where no datagram
-	// must fit the path's MTU: each packet's 34 bytes of header,
-	// descriptor and framing then cost 0.2% of the stream instead of
-	// 2.8%, and most frames up to a few Mb/s go in one packet, while a
-	// receiver still never buffers more than 16 KiB for one packet.
-	StreamRTPPacketSize = 16 << 10
 	// AbsCaptureTimeID is the one-byte header extension ID that carries
 	// the abs-capture-time extension.
 	AbsCaptureTimeID = 1

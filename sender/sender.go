@@ -53,9 +53,9 @@ type Config struct {
 	FPS   int    // the source's frame rate; zero means 30
 	SSRC  uint32 // zero means random
 	// MaxPacketSize is the largest RTP packet, header included; zero
-	// means framer.DefaultRTPPacketSize, for a transport that sends each
-	// packet as a datagram. Over a byte stream use
-	// framer.StreamRTPPacketSize.
+	// means framer.DefaultRTPPacketSize, which fits a datagram. Over a
+	// byte stream (TCP, a QUIC stream) it may be up to
+	// framer.MaxPacketSize.
 	MaxPacketSize int
 	// MinKeyframeGap rate-limits requested keyframes; zero means 500 ms.
 	MinKeyframeGap time.Duration

@@ -345,7 +345,7 @@ func TestTemporalLayers(t *testing.T) {
 // the configured size: 1200 bytes by default (a datagram), fewer and
 // larger ones over a byte stream.
 func TestPacketSize(t *testing.T) {
-	for _, limit := range []int{0, framer.StreamRTPPacketSize} {
+	for _, limit := range []int{0, 16 << 10} {
 		bubble(t, Config{MaxPacketSize: limit}, func(s *Sender, src *media.Source, f *fakeTransport) {
 			f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
 			synctest.Wait()
@@ -362,7 +362,7 @@ func TestPacketSize(t *testing.T) {
 				}
 			}
 			n := len(frames[0].Data)
-			if n <= 2*framer.DefaultRTPPacketSize || n >= framer.StreamRTPPacketSize/2 {
+			if n <= 2*framer.DefaultRTPPacketSize || n >= 8<<10 {
 				t.Fatalf("a first frame of %d bytes does not tell the sizes apart", n)
 			}
 			if largest > want {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"replenish/framer"
 	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/rate"
@@ -35,6 +36,7 @@ type options struct {
 	records   string
 	start     rate.Bitrate
 	layers    media.Scalability
+	rtpSize   int // largest RTP packet, bytes
 }
 
 // rawFlags are the flags as typed, before checking.
@@ -71,6 +73,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
 	fs.StringVar(&r.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
 	fs.StringVar(&r.layers, "layers", "L1T3", "temporal `layers`: L1T3 (three, so that a relay can drop the upper ones for a slow page) or L1T1 (none)")
+	fs.IntVar(&o.rtpSize, "rtp-size", framer.DefaultRTPPacketSize, "largest RTP packet in `bytes`, header included: up to 1200 over WebRTC (each packet a UDP datagram), up to 65535 over TCP and QUIC streams")
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.BoolVar(&o.status, "status", true, "print a live status line")
 	fs.StringVar(&o.records, "records", "", "write one JSON line per frame sent to this `file` (for experiments)")
@@ -88,6 +91,18 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	return o, nil
 }
 
+// minRTPSize is the smallest -rtp-size: room for the header with its
+// extension, the VP8 descriptor and some payload.
+const minRTPSize = 100
+
+// maxRTPSize is the largest -rtp-size over the chosen transport.
+func (o *options) maxRTPSize() int {
+	if o.transport == "webrtc" {
+		return framer.DefaultRTPPacketSize
+	}
+	return framer.MaxPacketSize
+}
+
 // check validates the flags and fills the parsed fields of o.
 func (o *options) check(r rawFlags) error {
 	var err error
@@ -96,6 +111,9 @@ func (o *options) check(r rawFlags) error {
 	}
 	if o.fps < 1 || o.fps > 120 {
 		return fmt.Errorf("-fps %d: want 1 to 120", o.fps)
+	}
+	if maxSize := o.maxRTPSize(); o.rtpSize < minRTPSize || o.rtpSize > maxSize {
+		return fmt.Errorf("-rtp-size %d: want %d to %d bytes over %s", o.rtpSize, minRTPSize, maxSize, o.transport)
 	}
 	if o.name == "" || len(o.name) > 64 {
 		return fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)

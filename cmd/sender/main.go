@@ -21,7 +21,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"replenish/framer"
 	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/media/vpx"
@@ -77,7 +76,7 @@ func run(args []string, stderr io.Writer) int {
 
 	var rec *recordsFile
 	scfg := sender.Config{Name: o.name, Mode: o.modeText(), MaxSize: o.maxRes, FPS: o.fps, Start: o.start, Logger: log,
-		Scalability: o.layers, MaxPacketSize: o.packetSize(), NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
+		Scalability: o.layers, MaxPacketSize: o.rtpSize, NewEncoder: sender.NewEncoderOf(vpx.NewEncoder)}
 	if o.records != "" {
 		if rec, err = openRecords(o.records); err != nil {
 			fmt.Fprintf(stderr, "sender: -records: %v\n", err)
@@ -169,16 +168,6 @@ func (o options) whipClient() (*http.Client, error) {
 		return nil, err
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: conf, Proxy: http.ProxyFromEnvironment}}, nil
-}
-
-// packetSize returns the largest RTP packet for the chosen transport:
-// WebRTC sends each packet as a UDP datagram, TCP and QUIC carry them on
-// byte streams.
-func (o options) packetSize() int {
-	if o.transport == "webrtc" {
-		return framer.DefaultRTPPacketSize
-	}
-	return framer.StreamRTPPacketSize
 }
 
 // dialer returns the dial function of the chosen transport.

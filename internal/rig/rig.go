@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"replenish/framer"
 	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/sender"
@@ -71,12 +70,12 @@ func Start(ctx context.Context, cfg Config) (*Rig, error) {
 		return nil, err
 	}
 	src := media.NewSource(media.SourceConfig{FPS: cfg.FPS, Name: cfg.Name})
-	modeText, packet := cfg.Mode.String(), framer.StreamRTPPacketSize
+	modeText := cfg.Mode.String()
 	if cfg.Transport == "webrtc" {
-		modeText, packet = "gcc", framer.DefaultRTPPacketSize // each packet a UDP datagram
+		modeText = "gcc"
 	}
 	s, err := sender.New(sender.Config{Source: src, Name: cfg.Name, Mode: modeText, MaxSize: cfg.MaxSize, FPS: cfg.FPS,
-		MaxPacketSize: packet, Logger: cfg.Logger.With("part", "sender"), NewEncoder: cfg.NewEncoder})
+		Logger: cfg.Logger.With("part", "sender"), NewEncoder: cfg.NewEncoder})
 	if err != nil {
 		return nil, err
 	}

@@ -10,12 +10,12 @@ import (
 )
 
 // Packet overhead the sender adds to a frame's VP8 bytes (framer): each RTP
-// packet of at most framer.StreamRTPPacketSize bytes (over TCP) carries a
-// 28-byte header with the abs-capture-time extension, a 4-byte VP8
-// descriptor and 2 bytes of RFC 4571 framing; each write carries one timing report (an RTCP APP
-// packet of 64 bytes with one frame's entry, plus framing).
+// packet of at most framer.DefaultRTPPacketSize bytes carries a 28-byte
+// header with the abs-capture-time extension, a 4-byte VP8 descriptor and
+// 2 bytes of RFC 4571 framing; each write carries one timing report (an
+// RTCP APP packet of 64 bytes with one frame's entry, plus framing).
 const (
-	rtpPacket      = framer.StreamRTPPacketSize
+	rtpPacket      = framer.DefaultRTPPacketSize
 	rtpHeader      = 28 + 4
 	rtpFraming     = 2
 	reportBytes    = 66
