@@ -14,21 +14,16 @@ import (
 	"replenish/rate"
 )
 
-// Pacer parameters, pion's leaky-bucket pacer's (v0.1.51) where they
-// have a counterpart.
+// Pacer parameters, pion's leaky-bucket pacer's (v0.1.51).
 const (
 	// pacingFactor is how far above the estimator's target the pacer
 	// sends.
 	pacingFactor = 1.5
-	// pacingInterval is how long the pacer sleeps when it is out of
-	// budget.
+	// pacingInterval is the pacer's tick.
 	pacingInterval = 5 * time.Millisecond
-	// pacingBurst bounds the budget saved while idle: a frame interval
-	// and a half at 30 fps, what pion's pacer allows between frames.
-	pacingBurst = 50 * time.Millisecond
-	// maxPacerPackets bounds the queue; the Conn keeps media well below
-	// (MaxQueue), so this only catches retransmissions piling up behind
-	// a closed window.
+	// maxPacerPackets bounds the queue (pion's is unbounded); the Conn
+	// keeps media well below (MaxQueue), so this only catches
+	// retransmissions piling up behind a full window.
 	maxPacerPackets = 8192
 )
 
@@ -38,15 +33,14 @@ var (
 	errPacerFull   = errors.New("webrtc: pacer queue full")
 )
 
-// pacer is the GCC bandwidth estimator's pacer (gcc.SendSideBWEPacer): it
-// sends what it is given in order, at pacingFactor times the estimator's
-// target as pion's leaky-bucket pacer does, and holds packets while the
-// feedback window is full (see window). Its goroutine starts with the
-// first packet and ends in Close. It is safe for concurrent use.
+// pacer is the GCC bandwidth estimator's pacer (gcc.SendSideBWEPacer):
+// pion's leaky-bucket pacer, which sends what it is given in order at
+// pacingFactor times the estimator's target, and besides holds packets
+// while the feedback window is full (see window). Its goroutine starts
+// with the first packet and ends in Close. It is safe for concurrent use.
 type pacer struct {
 	log  *slog.Logger
 	win  *window
-	wake chan struct{}  // capacity 1: a packet was queued
 	done chan struct{}  // closed by Close
 	wg   sync.WaitGroup // run
 
@@ -72,7 +66,7 @@ type paced struct {
 func newPacer(target rate.Bitrate, win *window, log *slog.Logger) *pacer {
 	return &pacer{
 		log: log, win: win, rate: rate.Bitrate(pacingFactor * float64(target)),
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		done:    make(chan struct{}),
 		writers: make(map[uint32]interceptor.RTPWriter),
 	}
 }
@@ -112,10 +106,6 @@ func (p *pacer) Write(h *rtp.Header, payload []byte, a interceptor.Attributes) (
 		p.wg.Go(p.run)
 	}
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
 	return h.MarshalSize() + len(payload), nil
 }
 
@@ -133,38 +123,33 @@ func (p *pacer) Close() error {
 	return nil
 }
 
-// run sends queued packets until Close: each when the window has room
-// and the budget allows.
+// run sends queued packets until Close, as pion's leaky-bucket pacer
+// does: at each tick, while the queue holds packets and the budget (the
+// time since the last tick that sent, at the pacing rate) is not spent,
+// and besides while the window has room.
 func (p *pacer) run() {
-	var budget float64 // bits
+	tick := time.NewTicker(pacingInterval)
+	defer tick.Stop()
 	last := time.Now()
 	for {
-		pkt, ok := p.front()
-		if !ok {
-			select {
-			case <-p.wake:
-				continue
-			case <-p.done:
-				return
-			}
-		}
-		if !p.win.wait(p.done) {
+		select {
+		case <-p.done:
 			return
-		}
-		now := time.Now()
-		r := float64(p.pacingRate())
-		budget = min(budget+r*now.Sub(last).Seconds(), r*pacingBurst.Seconds())
-		last = now
-		if budget <= 0 {
-			select {
-			case <-time.After(pacingInterval):
-			case <-p.done:
-				return
+		case now := <-tick.C:
+			budget := int(float64(now.Sub(last).Milliseconds()) * float64(p.pacingRate()) / 8000) // bytes
+			for budget > 0 {
+				pkt, ok := p.front()
+				if !ok {
+					break
+				}
+				if !p.win.room(now) {
+					break
+				}
+				p.pop()
+				budget -= p.send(pkt)
+				last = now
 			}
-			continue
 		}
-		p.pop()
-		budget -= float64(8 * p.send(pkt))
 	}
 }
 

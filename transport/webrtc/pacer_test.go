@@ -25,7 +25,8 @@ import (
 // reporting every 50 ms. With the window every feedback falls within
 // GCC's history, and GCC brings its target below the new rate. Without it
 // (a window that never fills) feedback falls more than 250 packets behind
-// the newest packet, out of GCC's sight (TestPionGCCFeedbackHistory).
+// the newest packet, out of GCC's sight (TestPionGCCFeedbackHistory): at
+// 172 ms GCC's target then stays near 10 Mb/s, above the old rate.
 func TestWindowKeepsGCCInSight(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -222,13 +223,17 @@ func (p *halvingPath) deliver(bwe *gcc.SendSideBWE, pkts []rtcp.Packet) {
 	}
 }
 
-// The pacer sends at 1.5 times the target, from an empty budget, holds
-// packets while the window is full, refuses packets beyond
-// maxPacerPackets, and after Close refuses every packet.
+// The pacer sends as pion's leaky bucket does: at each 5 ms tick while
+// the tick's budget (the time since the last tick that sent, at 1.5 times
+// the target) is not spent: at 8 Mb/s 7500 bytes a tick, 8 packets of
+// 1012 bytes; at 800 kb/s one packet a tick, after a burst of what the
+// idle time saved (90 ms, 14 packets). It holds packets while the window
+// is full, refuses packets beyond maxPacerPackets, and after Close
+// refuses every packet.
 func TestPacer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		win := newWindow(windowPackets, windowTimeout)
-		p := newPacer(800*rate.Kbps, win, slog.New(slog.DiscardHandler))
+		p := newPacer(8*rate.Mbps, win, slog.New(slog.DiscardHandler))
 		start := time.Now()
 		var mu sync.Mutex // guards left
 		var left []time.Duration
@@ -239,15 +244,29 @@ func TestPacer(t *testing.T) {
 			return h.MarshalSize() + len(b), nil
 		}))
 		h := rtp.Header{Version: 2, SSRC: 1}
-		for range 20 { // 20 × 1012 bytes at 1.2 Mb/s: 135 ms
-			if _, err := p.Write(&h, make([]byte, 1000), nil); err != nil {
-				t.Fatal(err)
+		write := func(n int) {
+			for range n {
+				if _, err := p.Write(&h, make([]byte, 1000), nil); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
+		write(20)
+		time.Sleep(102 * time.Millisecond) // between ticks
+		p.SetTargetBitrate(800_000)
+		start = time.Now()
+		write(20)
 		time.Sleep(time.Second)
 		mu.Lock()
-		if len(left) != 20 || left[19] < 125*time.Millisecond || left[19] > 145*time.Millisecond {
-			t.Errorf("%d packets left, the last at %v; want 20, the last at 135 ms (a tick either way)", len(left), left[len(left)-1])
+		want := map[int]time.Duration{0: 5 * time.Millisecond, 7: 5 * time.Millisecond, 8: 10 * time.Millisecond, 16: 15 * time.Millisecond,
+			19: 15 * time.Millisecond, 20: 3 * time.Millisecond, 33: 3 * time.Millisecond, 34: 8 * time.Millisecond, 39: 33 * time.Millisecond}
+		if len(left) != 40 {
+			t.Fatalf("%d packets left, want 40", len(left))
+		}
+		for i, d := range want {
+			if left[i] != d {
+				t.Errorf("packet %d left at %v, want %v (all: %v)", i, left[i], d, left)
+			}
 		}
 		mu.Unlock()
 
@@ -261,12 +280,13 @@ func TestPacer(t *testing.T) {
 		if err != errPacerFull {
 			t.Errorf("error %v beyond %d packets held, want errPacerFull", err, maxPacerPackets)
 		}
+		time.Sleep(windowTimeout / 2)
 		if err := p.Close(); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
-		if len(left) != 20 {
-			t.Errorf("%d packets left past a full window", len(left)-20)
+		if len(left) != 40 {
+			t.Errorf("%d packets left past a full window", len(left)-40)
 		}
 		mu.Unlock()
 		if _, err := p.Write(&h, nil, nil); err != errPacerClosed {

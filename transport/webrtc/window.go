@@ -53,12 +53,11 @@ const (
 
 // window tracks the packets that left without feedback, by transport-wide
 // sequence number. sent is called as packets leave the pacer, feedback as
-// TWCC feedback arrives, and wait by the pacer before each packet. It is
-// safe for concurrent use; wait has one caller at a time.
+// TWCC feedback arrives, and room by the pacer before each packet. It is
+// safe for concurrent use.
 type window struct {
 	limit   int
 	timeout time.Duration
-	wake    chan struct{} // capacity 1: the window may have room
 
 	mu       sync.Mutex // guards following fields
 	newest   uint16     // the newest departure
@@ -71,7 +70,7 @@ type window struct {
 // newWindow returns a window that lets limit packets leave without
 // feedback and opens after timeout without progress.
 func newWindow(limit int, timeout time.Duration) *window {
-	return &window{limit: limit, timeout: timeout, wake: make(chan struct{}, 1)}
+	return &window{limit: limit, timeout: timeout}
 }
 
 // sent records that the packet with transport-wide sequence number seq
@@ -95,16 +94,9 @@ func (w *window) feedback(base, count uint16, now time.Time) {
 	}
 	last := base + count - 1
 	w.mu.Lock()
-	moved := w.started && int16(last-w.reported) > 0 && int16(last-w.newest) <= 0
-	if moved {
+	defer w.mu.Unlock()
+	if w.started && int16(last-w.reported) > 0 && int16(last-w.newest) <= 0 {
 		w.reported, w.progress = last, now
-	}
-	w.mu.Unlock()
-	if moved {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
 	}
 }
 
@@ -117,54 +109,19 @@ func (w *window) inFlightLocked() int {
 	return int(w.newest - w.reported)
 }
 
-// room reports whether one more packet may leave at now; if not, it
-// returns how long until the window opens without feedback. A window
-// that waited that long opens: what it waited for counts as gone.
-func (w *window) room(now time.Time) (bool, time.Duration) {
+// room reports whether one more packet may leave at now. A full window
+// that has waited timeout since the last progress opens: what it waited
+// for counts as gone.
+func (w *window) room(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.inFlightLocked() < w.limit {
-		return true, 0
+		return true
 	}
-	if left := w.progress.Add(w.timeout).Sub(now); left > 0 {
-		return false, left
+	if now.Sub(w.progress) < w.timeout {
+		return false
 	}
 	w.reported, w.progress = w.newest, now
 	w.opened++
-	return true, 0
-}
-
-// wait blocks until one more packet may leave, and returns true then, or
-// false once done is closed.
-func (w *window) wait(done <-chan struct{}) bool {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		ok, left := w.room(time.Now())
-		if ok {
-			return true
-		}
-		if timer == nil {
-			timer = time.NewTimer(left)
-		} else {
-			timer.Reset(left)
-		}
-		select {
-		case <-w.wake:
-		case <-timer.C:
-		case <-done:
-			return false
-		}
-	}
-}
-
-// openings returns how many times the window opened without feedback.
-func (w *window) openings() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.opened
+	return true
 }
