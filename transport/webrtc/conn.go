@@ -30,12 +30,14 @@ type Conn struct {
 	log  *slog.Logger
 	deps *tracker
 	hz   *horizon // limits the rate to what GCC's feedback history covers
+	win  *window  // holds packets at the pacer while GCC's history would not cover them
 
 	// Set while dialing, read-only afterwards.
 	pc      *pion.PeerConnection
 	track   *pion.TrackLocalStaticRTP
 	sender  *pion.RTPSender
 	bwe     cc.BandwidthEstimator
+	pacer   *pacer   // the estimator's
 	session *url.URL // the WHIP session, nil until the endpoint answered
 	wire    uint32   // the media SSRC on the wire
 	extID   uint8    // negotiated abs-capture-time ID; 0: not negotiated
@@ -69,6 +71,7 @@ func newConn(cfg Config) *Conn {
 	}
 	c.deps = newTracker(maxInFlight, c.signal)
 	c.hz = &horizon{}
+	c.win = newWindow(windowPackets, windowTimeout)
 	c.ours.Store(-1)
 	return c
 }

@@ -229,6 +229,15 @@ func TestSendRecordsCarryDepartures(t *testing.T) {
 	if u := c.deps.unsent(); u != 0 {
 		t.Errorf("%d bytes still unsent after every frame left", u)
 	}
+	c.pacer.mu.Lock()
+	paced := c.pacer.started
+	c.pacer.mu.Unlock()
+	c.win.mu.Lock()
+	seen := c.win.started
+	c.win.mu.Unlock()
+	if !paced || !seen {
+		t.Errorf("packets through our pacer %v, departures seen by the window %v: want both", paced, seen)
+	}
 }
 
 func TestNACKRetransmissionIsCounted(t *testing.T) {

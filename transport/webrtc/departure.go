@@ -203,11 +203,12 @@ func (t *tracker) counts() (retrans int, retransBytes, unstamped uint64) {
 // first one registered, so that every other interceptor, the pacer
 // included, writes through it): it reports each RTP packet to the tracker
 // as the packet goes to the socket, and its transport-wide sequence
-// number to the horizon.
+// number to the horizon and the window.
 type departures struct {
 	interceptor.NoOp
 	t *tracker
 	h *horizon
+	w *window
 }
 
 // NewInterceptor returns the interceptor; a registry built for one
@@ -229,6 +230,7 @@ func (d *departures) BindLocalStream(info *interceptor.StreamInfo, w interceptor
 		var tcc rtp.TransportCCExtension
 		if twccID != 0 && err == nil && tcc.Unmarshal(h.GetExtension(twccID)) == nil {
 			d.h.sent(tcc.TransportSequence, wire, now)
+			d.w.sent(tcc.TransportSequence, now)
 		}
 		return n, err
 	})

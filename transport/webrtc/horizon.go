@@ -34,6 +34,11 @@ import (
 // history, so GCC follows the queue again; a full queue lengthens the
 // feedback delay and lowers the limit further, which drains the queue: a
 // frozen estimate thaws.
+//
+// The horizon is a target for the encoder, computed from the last
+// feedback, and so it lags when the path's rate falls; what guarantees
+// that GCC keeps its sight is the feedback window at the pacer (see
+// window), which the horizon keeps from filling on a steady path.
 
 // Horizon parameters.
 const (

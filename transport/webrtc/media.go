@@ -137,8 +137,8 @@ func (c *Conn) readRTCP() {
 }
 
 // feedback takes the round trip from reception reports and the feedback
-// delay from TWCC feedback (for the horizon), and passes keyframe
-// requests on, naming the packetizer's SSRC.
+// delay from TWCC feedback (for the horizon and the window), and passes
+// keyframe requests on, naming the packetizer's SSRC.
 func (c *Conn) feedback(pkts []rtcp.Packet, now time.Time) {
 	for _, p := range pkts {
 		switch p := p.(type) {
@@ -150,6 +150,7 @@ func (c *Conn) feedback(pkts []rtcp.Packet, now time.Time) {
 			}
 		case *rtcp.TransportLayerCC:
 			c.hz.feedback(p.BaseSequenceNumber, p.PacketStatusCount, now)
+			c.win.feedback(p.BaseSequenceNumber, p.PacketStatusCount, now)
 		}
 	}
 	ours := uint32(c.wire)

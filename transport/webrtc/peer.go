@@ -37,21 +37,23 @@ func mediaEngine() (*pion.MediaEngine, error) {
 }
 
 // interceptors returns the chain, network end first: departures (sees
-// packets leave the pacer, for the send records and the feedback
-// horizon), the GCC bandwidth estimator with its pacer,
-// the TWCC header extension, the NACK responder (its retransmissions go
-// through the pacer and get transport-wide sequence numbers) and RTCP
-// sender reports. onBWE receives the estimator when the PeerConnection is
-// built.
+// packets leave the pacer, for the send records, the feedback horizon and
+// the window), the GCC bandwidth estimator with our pacer (pion's leaky
+// bucket, gated by the feedback window), the TWCC header extension, the
+// NACK responder (its retransmissions go through the pacer and get
+// transport-wide sequence numbers) and RTCP sender reports. onBWE
+// receives the estimator when the PeerConnection is built.
 func (c *Conn) interceptors(onBWE func(cc.BandwidthEstimator)) (*interceptor.Registry, error) {
 	logs := rtc.Logs{Log: c.log}
 	reg := &interceptor.Registry{}
-	reg.Add(&departures{t: c.deps, h: c.hz})
+	reg.Add(&departures{t: c.deps, h: c.hz, w: c.win})
 	bwe, err := cc.NewInterceptor(func() (cc.BandwidthEstimator, error) {
+		c.pacer = newPacer(c.cfg.InitialBitrate, c.win, c.log)
 		return gcc.NewSendSideBWE(
 			gcc.SendSideBWEInitialBitrate(int(c.cfg.InitialBitrate)),
 			gcc.SendSideBWEMinBitrate(int(c.cfg.MinBitrate)),
 			gcc.SendSideBWEMaxBitrate(int(c.cfg.MaxBitrate)),
+			gcc.SendSideBWEPacer(c.pacer),
 			gcc.WithLoggerFactory(logs),
 		)
 	})

@@ -14,15 +14,17 @@
 // Congestion control: pion/interceptor's cc interceptor with the GCC
 // send-side bandwidth estimator (delay and loss based, fed by transport-wide
 // congestion control feedback: the TWCC header extension goes on every
-// packet) and its leaky-bucket pacer; NACK with retransmission on the
-// media SSRC (no RTX: the pacer forwards only the streams it was given);
-// RTCP sender reports. There is no source buffer management here: the Conn
-// invites every source frame at once and reports the estimator's target
-// as the drain rate, marked as a target (transport.Invitation.Target), so
-// that the encoder follows it, held below the feedback horizon: the rate
-// at which the viewer's feedback still falls within the last 250 packets,
-// all that pion's GCC remembers (see horizon). Only a pacer backlog beyond
-// Config.MaxQueue holds invitations back, as a bound on memory.
+// packet) and a pacer of ours that paces as pion's leaky bucket does and
+// holds packets while the feedback window is full (see window); NACK
+// with retransmission on the media SSRC (no RTX: the pacer forwards only
+// the streams it was given); RTCP sender reports. There is no source
+// buffer management here: the Conn invites every source frame at once
+// and reports the estimator's target as the drain rate, marked as a
+// target (transport.Invitation.Target), so that the encoder follows it,
+// held below the feedback horizon: the rate at which the viewer's
+// feedback still falls within the last 250 packets, all that pion's GCC
+// remembers (see horizon). Only a pacer backlog beyond Config.MaxQueue
+// holds invitations back, as a bound on memory.
 //
 // Media: the sender's packetizer makes the RTP packets; the Conn writes
 // them to a pion TrackLocalStaticRTP, which sets the negotiated SSRC and
