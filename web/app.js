@@ -377,7 +377,7 @@
         offsetMs: f.offsetMs,
         receivedMs: f.receivedMs,
         arrivedMs,
-        submitMs: viewerNow(),
+        submitLocal: localNow(), // durations on this machine's clock: the offset may move meanwhile
         tid: f.layered ? f.tid : null,
       });
       try {
@@ -395,7 +395,7 @@
     }
 
     onOutput(frame) {
-      const outMs = viewerNow();
+      const outLocal = localNow();
       const info = this.pending.get(frame.timestamp);
       this.pending.delete(frame.timestamp);
       const w = frame.displayWidth;
@@ -408,7 +408,8 @@
       frame.close();
       const band = Math.min(h, Stamp.bandHeight(w));
       const img = band > 0 ? this.ctx.getImageData(0, 0, w, band) : null;
-      const drawnMs = viewerNow();
+      const drawnLocal = localNow();
+      const drawnMs = drawnLocal + clockOffsetMs;
       this.counters.framesDecoded++;
       this.counters.width = w;
       this.counters.height = h;
@@ -422,8 +423,8 @@
         ok: captureMs !== null,
         arrived_ms: info.arrivedMs,
         display_ms: drawnMs,
-        decode_ms: outMs - info.submitMs,
-        draw_ms: drawnMs - outMs,
+        decode_ms: Math.max(0, outLocal - info.submitLocal),
+        draw_ms: Math.max(0, drawnLocal - outLocal),
       };
       if (info.tid !== null) report.tid = info.tid;
       this.counters.displayedByLayer[info.tid || 0]++;
