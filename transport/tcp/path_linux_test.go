@@ -342,7 +342,10 @@ func TestDrainOnPath(t *testing.T) {
 // TestLeadOnPath checks on a 2 Mb/s path that a lead brings the kernel's
 // wake forward: after a write of 60 kB, the invitation with a 50 ms lead
 // comes at a backlog the rule without a lead would not invite at, about
-// 50 ms of drain earlier.
+// 50 ms of drain earlier. A loaded machine can stall the path's emulator,
+// which then sends the rest of the backlog in one burst: the wake finds it
+// gone. Each lead gets three writes, and one must show the lead's wake
+// (a broken lead shows it in none).
 func TestLeadOnPath(t *testing.T) {
 	const r = 2 * rate.Mbps
 	p := newPath(t, r, r.Bytes(100*time.Millisecond))
@@ -353,28 +356,45 @@ func TestLeadOnPath(t *testing.T) {
 		if err := c.SetLead(lead); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Wait(context.Background()); err != nil {
-			t.Fatal(err)
+		var bad []string
+		for range 3 {
+			if bad = leadOnce(t, c, lead); len(bad) == 0 {
+				break
+			}
 		}
-		start := time.Now()
-		if err := c.Write(1, make([]byte, 60000)); err != nil {
-			t.Fatal(err)
-		}
-		inv, err := c.Wait(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		half := inv.DrainRate.Bytes(15*time.Millisecond) / 2
-		t.Logf("lead %v: invited after %v at %d unsent (limit %d, half the threshold %d; %v of drain), wake %v, drain %v",
-			lead, inv.At.Sub(start), inv.Unsent, inv.Threshold, half, inv.DrainRate.Duration(inv.Unsent), inv.Wake, inv.DrainRate)
-		if inv.Wake != transport.WakeKernel || inv.Unsent > inv.Threshold {
-			t.Errorf("lead %v: invitation %+v, want a kernel wake at or below its threshold", lead, inv)
-		}
-		if lead > 0 && inv.Unsent <= half {
-			t.Errorf("lead %v: invited at %d unsent, where the rule without a lead (%d) would have invited too", lead, inv.Unsent, half)
-		}
-		if lead > 0 && inv.Unsent < inv.DrainRate.Bytes(lead/2) {
-			t.Errorf("lead %v: invited at %d unsent, less than half the lead's drain (%d)", lead, inv.Unsent, inv.DrainRate.Bytes(lead/2))
+		for _, b := range bad {
+			t.Error(b)
 		}
 	}
+}
+
+// leadOnce writes 60 kB once the transport invites and returns what is
+// wrong with the next invitation.
+func leadOnce(t *testing.T, c *Conn, lead time.Duration) []string {
+	t.Helper()
+	if _, err := c.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Write(1, make([]byte, 60000)); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := c.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := inv.DrainRate.Bytes(15*time.Millisecond) / 2
+	t.Logf("lead %v: invited after %v at %d unsent (limit %d, half the threshold %d; %v of drain), wake %v, drain %v",
+		lead, inv.At.Sub(start), inv.Unsent, inv.Threshold, half, inv.DrainRate.Duration(inv.Unsent), inv.Wake, inv.DrainRate)
+	var bad []string
+	if inv.Wake != transport.WakeKernel || inv.Unsent > inv.Threshold {
+		bad = append(bad, fmt.Sprintf("lead %v: invitation %+v, want a kernel wake at or below its threshold", lead, inv))
+	}
+	if lead > 0 && inv.Unsent <= half {
+		bad = append(bad, fmt.Sprintf("lead %v: invited at %d unsent, where the rule without a lead (%d) would have invited too", lead, inv.Unsent, half))
+	}
+	if lead > 0 && inv.Unsent < inv.DrainRate.Bytes(lead/2) {
+		bad = append(bad, fmt.Sprintf("lead %v: invited at %d unsent, less than half the lead's drain (%d)", lead, inv.Unsent, inv.DrainRate.Bytes(lead/2)))
+	}
+	return bad
 }
