@@ -357,9 +357,9 @@ func summary(o outcome) string {
 	for _, rc := range r.Recoveries {
 		rec = append(rec, fmt.Sprintf("step %v: latency %v util %v", rc.Step.At, rc.Latency, rc.Util))
 	}
-	return fmt.Sprintf("floor %v ser %v fps %.1f | source p50 %v | c2r p50 %v p95 %v, above floor p50 %v p95 %v | queue p50 %v p95 %v | util %.2f (raw %.2f, bulk %.2f) drops %d | %s | %s%s",
+	return fmt.Sprintf("floor %v ser %v fps %.1f | source p50 %v | c2r p50 %v p95 %v, above floor p50 %v p95 %v | queue p50 %v p95 %v | util %.2f (raw %.2f, VP8 %.2f, bulk %.2f) drops %d | %s | %s%s",
 		r.Floor, r.Ser, r.FPS, r.SourceDelay.P50, r.CaptureToReceived.P50, r.CaptureToReceived.P95, r.Excess.P50, r.Excess.P95,
-		r.Queue.P50, r.Queue.P95, r.Util, r.RawUtil, o.bulk, r.Drops, strings.Join(rungs, ", "), strings.Join(rec, "; "), whyText(o.c.lim))
+		r.Queue.P50, r.Queue.P95, r.Util, r.RawUtil, r.VideoUtil, o.bulk, r.Drops, strings.Join(rungs, ", "), strings.Join(rec, "; "), whyText(o.c.lim))
 }
 
 func whyText(l limit) string {

@@ -22,6 +22,6 @@ func Bulk(cfg Config) (float64, error) {
 		}
 		s.dispatch(ev)
 	}
-	u, _ := s.utilization()
+	u, _, _ := s.utilization()
 	return u, nil
 }

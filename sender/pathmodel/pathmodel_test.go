@@ -97,6 +97,11 @@ func TestBacklogFillsTheQueue(t *testing.T) {
 	if r.RawUtil < 0.95 {
 		t.Errorf("sending twice the link rate: utilization %.2f, want the link full", r.RawUtil)
 	}
+	// The VP8 bytes are the link less the headers and framing: at 2 Mb/s
+	// and 30 fps, about 7% of a frame's bytes at the bottleneck.
+	if r.VideoUtil < r.RawUtil*0.90 || r.VideoUtil > r.RawUtil*0.95 {
+		t.Errorf("VP8 utilization %.3f against the link's use %.3f: want 5 to 10%% less", r.VideoUtil, r.RawUtil)
+	}
 	if r.Drops == 0 {
 		t.Error("sending twice the link rate: no drops")
 	}

@@ -64,8 +64,7 @@ func (s *sim) result() *Result {
 	r.FPS = float64(received) / (s.cfg.Duration - s.cfg.Warmup).Seconds()
 	first := segFor(segs, s.cfg.Warmup)
 	r.Floor, r.Ser = first.floor, first.ser
-	r.Util, r.RawUtil = s.utilization()
-	r.VideoUtil = s.videoUtilization()
+	r.Util, r.RawUtil, r.VideoUtil = s.utilization()
 	r.Recoveries = s.recoveries(segs)
 	return r
 }
@@ -143,9 +142,12 @@ func (s *sim) fill() float64 {
 
 // utilization returns the bottleneck's use over the measured time less the
 // settling after rate steps, relative to what the ladder can fill and to
-// the link rate.
-func (s *sim) utilization() (rel, raw float64) {
-	var used, can, link float64
+// the link rate, and the VP8 bytes of the frames received over that time
+// relative to the link rate: what the experiments report as utilization
+// (goodput over the bottleneck's mean rate), headers and framing not
+// counted.
+func (s *sim) utilization() (rel, raw, video float64) {
+	var used, can, link, vp8 float64
 	fill := s.fill() * meterBin.Seconds()
 	for t := s.cfg.Warmup; t < s.cfg.Duration; t += meterBin {
 		if s.settling(t) {
@@ -156,32 +158,15 @@ func (s *sim) utilization() (rel, raw float64) {
 		can += min(b, fill)
 		link += b
 	}
-	if can == 0 {
-		return 0, 0
-	}
-	return used / can, used / link
-}
-
-// videoUtilization returns the VP8 bytes of the frames received over the
-// measured time less the settling after rate steps, relative to the link
-// rate: what the experiments report as utilization (goodput over the
-// bottleneck's mean rate), headers and framing not counted.
-func (s *sim) videoUtilization() float64 {
-	var used, link float64
 	for _, f := range s.frames {
 		if f.Received >= s.cfg.Warmup && f.Received < s.cfg.Duration && !s.settling(f.Received) {
-			used += float64(8 * f.Video)
+			vp8 += float64(8 * f.Video)
 		}
 	}
-	for t := s.cfg.Warmup; t < s.cfg.Duration; t += meterBin {
-		if !s.settling(t) {
-			link += s.sched.bits(t, t+meterBin)
-		}
+	if can == 0 {
+		return 0, 0, 0
 	}
-	if link == 0 {
-		return 0
-	}
-	return used / link
+	return used / can, used / link, vp8 / link
 }
 
 // stepping says a frame captured at t is within delaySettle after a step.
