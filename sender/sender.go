@@ -107,6 +107,13 @@ const (
 	statusSamples = 4096
 )
 
+// reportEvery is the shortest time between two timing reports. A report is
+// 34 bytes and 32 more per frame: sent with every frame it would cost
+// 66 bytes a frame, 8% of a 100 kb/s link at 15 fps; batched over 200 ms
+// (three to six frames), about half that. The viewer joins timings to
+// frames whenever they arrive.
+const reportEvery = 200 * time.Millisecond
+
 // Sender encodes and sends one stream. Its methods are safe for concurrent
 // use, but Run must not be called concurrently with itself.
 type Sender struct {
@@ -127,6 +134,7 @@ type Sender struct {
 	report    []framer.FrameTiming
 	lastKey   time.Time
 	lastSDES  time.Time
+	lastRep   time.Time // when the last timing report was sent
 	status    Status
 	delays    *metrics.Window // source delay, ms
 	sentBits  *metrics.Window // bits per encoded frame
@@ -273,6 +281,7 @@ func (s *Sender) Run(ctx context.Context, t Transport) error {
 	s.keyReq.Store(true)
 	s.mu.Lock()
 	s.lastSDES = time.Time{}
+	s.lastRep = time.Time{}
 	s.lastKey = time.Time{}
 	clear(s.pending)
 	s.report = s.report[:0]
@@ -455,7 +464,8 @@ func (s *Sender) takeKeyframe(now time.Time) bool {
 }
 
 // controlLocked returns the RTCP packets to send ahead of the next frame: the
-// stream's name now and then, and the timings of frames that have left.
+// stream's name now and then, and the timings of frames that have left, at
+// most every reportEvery (at once on a new connection).
 func (s *Sender) controlLocked(now time.Time, inv transport.Invitation) [][]byte {
 	var pkts [][]byte
 	if s.lastSDES.IsZero() || now.Sub(s.lastSDES) >= sdesInterval {
@@ -466,7 +476,9 @@ func (s *Sender) controlLocked(now time.Time, inv transport.Invitation) [][]byte
 			s.log.Warn("stream name not sent", "err", err)
 		}
 	}
-	if len(s.report) > 0 {
+	due := s.lastRep.IsZero() || now.Sub(s.lastRep) >= reportEvery || len(s.report) >= maxReport/2
+	if len(s.report) > 0 && due {
+		s.lastRep = now
 		r := framer.SenderReport{
 			ClockOffset: time.Duration(s.offset.Load()),
 			DrainRate:   inv.DrainRate,

@@ -3,6 +3,7 @@ package sender
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -186,6 +187,52 @@ func TestFreshestFrameAndKeyframes(t *testing.T) {
 		}
 		if st := src.Stats(); st.Taken != uint64(len(invited)) {
 			t.Errorf("source handed out %d frames for %d invitations", st.Taken, len(invited))
+		}
+	})
+}
+
+// reportedFrames returns the number of frame timings in a write's timing
+// report, or -1 if it carries none.
+func reportedFrames(ctrl []rtcp.Packet) int {
+	for _, p := range ctrl {
+		if app, ok := p.(*rtcp.ApplicationDefined); ok {
+			if rep, _ := framer.ParseSenderReport(app); rep != nil {
+				return len(rep.Frames)
+			}
+		}
+	}
+	return -1
+}
+
+// TestReportsBatched checks that timing reports go out at most every
+// reportEvery, with every timing gathered since: the first at once, the
+// frames of the next 200 ms together.
+func TestReportsBatched(t *testing.T) {
+	bubble(t, Config{Mode: "replenish=15ms"}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		write := func() {
+			t.Helper()
+			f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
+			synctest.Wait()
+			w := f.writes[len(f.writes)-1]
+			now := time.Now()
+			s.Sent(transport.SendRecord{ID: w.id, Bytes: 1000, WriteStart: now, WriteEnd: now, LeftHost: now})
+			time.Sleep(time.Second / 30)
+		}
+		for range 9 {
+			write()
+		}
+		_, ctrl := f.frames(t)
+		var got []int
+		for _, c := range ctrl {
+			got = append(got, reportedFrames(c))
+		}
+		// The first write has nothing to report; the second reports the
+		// first frame; the next six fall within 200 ms of it (six
+		// intervals of 1/30 s, a few ns short); the ninth, 233 ms on,
+		// reports the seven frames since.
+		want := []int{-1, 1, -1, -1, -1, -1, -1, -1, 7}
+		if !slices.Equal(got, want) {
+			t.Errorf("frames per write's report %v, want %v", got, want)
 		}
 	})
 }
