@@ -79,9 +79,10 @@ func fmtPair(a, b float64) string {
 	return fmtMs(a) + " / " + fmtMs(b)
 }
 
-// fmtGoodput formats goodput with its share of the bottleneck, as in
-// "1.88 Mb/s (94%)". The share is the run's utilization when known, otherwise
-// goodput over the nominal rate.
+// fmtGoodput formats goodput with its share of the bottleneck and the
+// link's use when known, as in "1.88 Mb/s (94%; link 97%)". The share is
+// the run's utilization when known, otherwise goodput over the nominal
+// rate.
 func fmtGoodput(r Run) string {
 	if !finite(r.GoodputBps) {
 		return missing
@@ -91,10 +92,25 @@ func fmtGoodput(r Run) string {
 	if !finite(u) && r.RateBps > 0 {
 		u = r.GoodputBps / float64(r.RateBps)
 	}
+	var shares []string
 	if finite(u) {
-		s += fmt.Sprintf(" (%.0f%%)", u*100)
+		shares = append(shares, fmt.Sprintf("%.0f%%", u*100))
+	}
+	if l, ok := linkUse(r); ok {
+		shares = append(shares, fmt.Sprintf("link %.0f%%", l*100))
+	}
+	if len(shares) > 0 {
+		s += " (" + strings.Join(shares, "; ") + ")"
 	}
 	return s
+}
+
+// linkUse returns the run's link utilization, and whether it is known.
+func linkUse(r Run) (float64, bool) {
+	if r.LinkUtilization == nil || !finite(*r.LinkUtilization) {
+		return 0, false
+	}
+	return *r.LinkUtilization, true
 }
 
 // fmtRatio formats how many times a is b, as in "79×" or "2.4×".

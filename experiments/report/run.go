@@ -73,12 +73,18 @@ type Run struct {
 	CaptureToReceivedMs *metrics.Percentiles           `json:"capture_to_received_ms,omitempty"` // video
 	PartsMs             map[string]metrics.Percentiles `json:"parts_ms,omitempty"`               // video: wait, encode, source_delay, network
 
-	GoodputBps  float64  `json:"goodput_bps"`
-	Utilization float64  `json:"utilization"`           // goodput / rate
-	FPS         *float64 `json:"fps,omitempty"`         // video
-	Width       int      `json:"width,omitempty"`       // video: most common resolution
-	Height      int      `json:"height,omitempty"`      // video: most common resolution
-	BitrateBps  float64  `json:"bitrate_bps,omitempty"` // video: media bitrate delivered
+	GoodputBps  float64 `json:"goodput_bps"`
+	Utilization float64 `json:"utilization"` // goodput / rate
+	// LinkUtilization is the bottleneck's use by the run: the IP bytes
+	// it delivered toward the receiver in the window over the window's
+	// mean rate. Its gap to Utilization is what the packets carried
+	// besides the payload (headers, framing, the sender's timing
+	// reports). Absent when unknown, as in results written before it.
+	LinkUtilization *float64 `json:"link_utilization,omitempty"`
+	FPS             *float64 `json:"fps,omitempty"`         // video
+	Width           int      `json:"width,omitempty"`       // video: most common resolution
+	Height          int      `json:"height,omitempty"`      // video: most common resolution
+	BitrateBps      float64  `json:"bitrate_bps,omitempty"` // video: media bitrate delivered
 
 	BottleneckQueueMs metrics.Percentiles `json:"bottleneck_queue_ms"`
 	EmulatorDrops     int64               `json:"emulator_drops"` // in the window
@@ -236,6 +242,9 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	}
 	if a.FPS != nil && !finite(*a.FPS) {
 		a.FPS = nil
+	}
+	if a.LinkUtilization != nil && !finite(*a.LinkUtilization) {
+		a.LinkUtilization = nil
 	}
 	// The outer fields hide the embedded ones of the same JSON name.
 	return json.Marshal(struct {

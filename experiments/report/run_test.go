@@ -109,6 +109,52 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// TestRunLinkUtilizationJSON checks that link_utilization goes out and
+// comes back when known, and is absent when unknown, also when the run
+// holds a non-finite value or the file was written before the field.
+func TestRunLinkUtilizationJSON(t *testing.T) {
+	num := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name  string
+		in    *float64
+		field string // in the JSON; "" for absent
+		want  *float64
+	}{
+		{"known", num(0.835), `"link_utilization":0.835`, num(0.835)},
+		{"zero", num(0), `"link_utilization":0`, num(0)},
+		{"unknown", nil, "", nil},
+		{"NaN", num(math.NaN()), "", nil},
+		{"infinite", num(math.Inf(1)), "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(Run{ID: "x", GoodputBps: 64.3e3, Utilization: 0.643, LinkUtilization: tc.in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := strings.Contains(string(b), `"link_utilization"`)
+			if tc.field == "" && has || tc.field != "" && !strings.Contains(string(b), tc.field) {
+				t.Fatalf("Marshal = %s, want %q in it", b, tc.field)
+			}
+			var got Run
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if (got.LinkUtilization == nil) != (tc.want == nil) || got.LinkUtilization != nil && *got.LinkUtilization != *tc.want {
+				t.Fatalf("read back %s: link utilization %v, want %v", b, got.LinkUtilization, tc.want)
+			}
+		})
+	}
+	for _, old := range []string{`{"id":"a","utilization":0.5}`, `{"id":"a","utilization":0.5,"link_utilization":null}`} {
+		var r Run
+		if err := json.Unmarshal([]byte(old), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.LinkUtilization != nil || r.Utilization != 0.5 {
+			t.Errorf("%s: link utilization %v, utilization %v; want unknown and 0.5", old, r.LinkUtilization, r.Utilization)
+		}
+	}
+}
+
 func TestRunJSONMissingFields(t *testing.T) {
 	var r Run
 	if err := json.Unmarshal([]byte(`{"id":"a","mode":"default","goodput_bps":null}`), &r); err != nil {

@@ -10,6 +10,7 @@ import (
 
 func TestFormats(t *testing.T) {
 	nan := math.NaN()
+	link, nanLink := 0.8353, nan
 	for _, tc := range []struct {
 		name string
 		got  string
@@ -36,6 +37,11 @@ func TestFormats(t *testing.T) {
 		{"goodput from rate", fmtGoodput(Run{GoodputBps: 1.84e6, Utilization: nan, RateBps: 2e6}), "1.84 Mb/s (92%)"},
 		{"goodput no rate", fmtGoodput(Run{GoodputBps: 1.81e6, Utilization: nan}), "1.81 Mb/s"},
 		{"goodput unknown", fmtGoodput(Run{GoodputBps: nan, Utilization: 0.9}), "–"},
+		{"goodput and link", fmtGoodput(Run{GoodputBps: 64.3e3, Utilization: 0.643, LinkUtilization: &link, RateBps: 1e5}), "64.3 kb/s (64%; link 84%)"},
+		{"goodput from rate and link", fmtGoodput(Run{GoodputBps: 1.84e6, Utilization: nan, LinkUtilization: &link, RateBps: 2e6}), "1.84 Mb/s (92%; link 84%)"},
+		{"goodput no rate, link", fmtGoodput(Run{GoodputBps: 1.81e6, Utilization: nan, LinkUtilization: &link}), "1.81 Mb/s (link 84%)"},
+		{"goodput unknown, link", fmtGoodput(Run{GoodputBps: nan, Utilization: 0.9, LinkUtilization: &link}), "–"},
+		{"goodput, link not finite", fmtGoodput(Run{GoodputBps: 1.88e6, Utilization: 0.94, LinkUtilization: &nanLink}), "1.88 Mb/s (94%)"},
 		{"pair", fmtPair(180, 195), "180 ms / 195 ms"},
 		{"pair half", fmtPair(180, nan), "180 ms / –"},
 		{"pair unknown", fmtPair(nan, nan), "–"},
@@ -98,6 +104,8 @@ func TestMarkdown(t *testing.T) {
 	low, _ := bulkRun(t, "lowat=165000", 610, 1.92e6)
 	rep, _ := bulkRun(t, "replenish=15ms", 280, 1.88e6)
 	def.Notes = []string{"goodput still converging"}
+	link := 0.974
+	rep.LinkUtilization = &link
 	vdef, _ := videoRun(t, "default", 1500, false)
 	vrep, _ := videoRun(t, "replenish=15ms", 20, true)
 	sparse := Run{ID: "sparse", Scenario: "sparse | odd", Mode: "replenish=15ms",
@@ -132,7 +140,7 @@ func TestMarkdown(t *testing.T) {
 		}{
 			{"mode", []string{"default", "lowat=165000", "replenish=15ms"}},
 			{"source delay p50", []string{"22.0 s", "610 ms", "280 ms"}},
-			{"goodput", []string{"1.81 Mb/s (90%)", "1.92 Mb/s (96%)", "1.88 Mb/s (94%)"}},
+			{"goodput", []string{"1.81 Mb/s (90%)", "1.92 Mb/s (96%)", "1.88 Mb/s (94%; link 97%)"}},
 			{"queue p50 / p95", []string{"180 ms / 195 ms", "180 ms / 195 ms", "180 ms / 195 ms"}},
 			{"drops", []string{"3", "3", "3"}},
 			{"retransmits", []string{"12", "12", "12"}},

@@ -144,10 +144,16 @@ func judgeUtilization(r Run, _ *Run) judgement {
 	if !finite(u) {
 		return na("utilization unknown")
 	}
+	// The link's use is shown beside utilization, never judged: its gap
+	// to utilization is what the packets carry besides the payload.
+	link := ""
+	if l, ok := linkUse(r); ok {
+		link = fmt.Sprintf("; link %.1f%%", 100*l)
+	}
 	if c := r.Ceiling; c != nil && c.SaturationBps != nil {
-		if link := meanRate(r); *c.SaturationBps < UtilizationMin*link {
-			return na(fmt.Sprintf("encoder-limited, %s saturates at %s (%.0f%% of the link; utilization %.0f%%)",
-				c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/link, 100*u))
+		if rate := meanRate(r); *c.SaturationBps < UtilizationMin*rate {
+			return na(fmt.Sprintf("encoder-limited, %s saturates at %s (%.0f%% of the link; utilization %.0f%%)%s",
+				c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/rate, 100*u, link))
 		}
 	}
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
@@ -155,6 +161,7 @@ func judgeUtilization(r Run, _ *Run) judgement {
 	if r.Ceiling == nil && j.verdict == missed {
 		j.cell += " (top rung's ceiling unknown)"
 	}
+	j.cell += link
 	return j
 }
 

@@ -130,6 +130,48 @@ func TestTargets(t *testing.T) {
 	}
 }
 
+// TestUtilizationLinkCell checks that the utilization cell shows the
+// link's use beside it when known, and that the verdict stays that of
+// utilization alone.
+func TestUtilizationLinkCell(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name string
+		util float64
+		link *float64
+		ceil *TopRung
+		want verdict
+		cell string
+	}{
+		{"met", 0.92, f(0.955), nil, met, "92.0% (≥ 90%) met; link 95.5%"},
+		{"met, the link below the limit", 0.92, f(0.5), nil, met, "92.0% (≥ 90%) met; link 50.0%"},
+		{"missed", 0.643, f(0.8353), nil, missed, "64.3% (≥ 90%) missed by 25.7 points; link 83.5%"},
+		{"missed, the link above the limit", 0.8, f(0.95), nil, missed, "80.0% (≥ 90%) missed by 10.0 points; link 95.0%"},
+		{"unknown link", 0.8, nil, nil, missed, "80.0% (≥ 90%) missed by 10.0 points"},
+		{"top rung's ceiling unknown", 0.8, f(0.95), &TopRung{}, missed,
+			"80.0% (≥ 90%) missed by 10.0 points (top rung's ceiling unknown); link 95.0%"},
+		{"encoder-limited", 0.6, f(0.7), &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}, notApplicable,
+			"n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link; utilization 60%); link 70.0%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, _ := targetRuns()
+			rep.Utilization, rep.GoodputBps, rep.LinkUtilization = tc.util, tc.util*7.5e6, tc.link
+			switch {
+			case tc.ceil == nil:
+				// targetRuns' ceiling: known, without a saturation rate.
+			case tc.ceil.Size == "":
+				rep.Ceiling = nil
+			default:
+				rep.Ceiling = tc.ceil
+			}
+			j := judgeUtilization(rep, nil)
+			if j.verdict != tc.want || j.cell != tc.cell {
+				t.Errorf("%q (verdict %d), want %q (verdict %d)", j.cell, j.verdict, tc.cell, tc.want)
+			}
+		})
+	}
+}
+
 // TestTargetsSection checks which runs the section judges, the default
 // run each is compared with, the counts, and where the section stands in
 // summary.md.

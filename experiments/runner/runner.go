@@ -127,7 +127,11 @@ func doneLine(r report.Run) string {
 	ms, bps := summary.FormatMs, summary.FormatBps
 	s := fmt.Sprintf("source delay p50 %s p95 %s", ms(r.SourceDelayMs.P50), ms(r.SourceDelayMs.P95))
 	if !math.IsNaN(r.GoodputBps) {
-		s += fmt.Sprintf(", goodput %s (%.0f%%)", bps(r.GoodputBps), 100*r.Utilization)
+		s += fmt.Sprintf(", goodput %s (%.0f%%", bps(r.GoodputBps), 100*r.Utilization)
+		if l := r.LinkUtilization; l != nil {
+			s += fmt.Sprintf("; link %.0f%%", 100**l)
+		}
+		s += ")"
 	}
 	s += ", queue p50 " + ms(r.BottleneckQueueMs.P50)
 	if r.CaptureToReceivedMs != nil {

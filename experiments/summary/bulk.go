@@ -90,6 +90,7 @@ func summarizeBulk(in Input, d sendData) (report.Run, []records.RunLine) {
 	if mr := in.meanRate(); mr > 0 {
 		r.Utilization = r.GoodputBps / mr
 	}
+	r.LinkUtilization = in.linkUtilization()
 	r.Notes = append(r.Notes, boundNotes("writes", r.Writes, bounds, unknown)...)
 	r.Notes = append(r.Notes, sharedNote("writes", sharedStamps(tl, d.Writes, ""), r.Writes)...)
 	r.Notes = append(r.Notes, trendNotes(d.Sink, from, mid, to, first, second)...)

@@ -208,6 +208,20 @@ func (in Input) meanRate() float64 {
 	return in.Spec.Path.MeanRate(in.Spec.Warmup, in.Spec.Total())
 }
 
+// linkUtilization returns the bottleneck's use in the window: the IP bytes
+// the emulator delivered toward the receiver (Final's totals, restarted at
+// the window's start) over their span, over the window's mean rate. It
+// returns nil when the totals hold no bytes (as in inputs saved before
+// they were kept) or the rate is unknown.
+func (in Input) linkUtilization() *float64 {
+	t := in.Final.Forward.Total
+	mr := in.meanRate()
+	if t.Bytes <= 0 || t.Span <= 0 || mr <= 0 {
+		return nil
+	}
+	return ptr(t.Rate() / mr)
+}
+
 // sourceDelays returns the source delays in ms of the writes in the
 // window (of the given part, "" for all): measured ones, and for writes that
 // had not left the host when the sender stopped at endUs, the time they had

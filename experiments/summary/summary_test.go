@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"replenish/experiments/emu"
+	"replenish/experiments/report"
 	"replenish/experiments/scenario"
 	"replenish/metrics"
 	"replenish/rate"
@@ -302,6 +303,7 @@ func TestResummarize(t *testing.T) {
 	raw := t.TempDir()
 	in := bulkInput()
 	in.Spec.Path.Schedule = []scenario.Step{{At: 5 * time.Second, Rate: rate.Mbps}}
+	in.Final.Forward.Total.Span, in.Final.Forward.Total.Bytes = 8*time.Second, 1_100_000
 	var send, sink bytes.Buffer
 	var d sendData
 	enc := json.NewEncoder(&send)
@@ -336,6 +338,9 @@ func TestResummarize(t *testing.T) {
 	}
 	if !near(got.Utilization, got.GoodputBps/1.375e6, 1e-9) {
 		t.Errorf("utilization %v: the saved schedule (2 Mb/s, then 1 Mb/s from 5 s: a mean of 1.375 Mb/s over the window) was lost", got.Utilization)
+	}
+	if l := got.LinkUtilization; l == nil || !near(*l, 0.8, 1e-9) {
+		t.Errorf("link utilization %v, want 0.8 (1.1 Mb/s over 1.375 Mb/s): the saved totals or schedule were lost", fmtPtr(l))
 	}
 }
 
@@ -378,6 +383,56 @@ func TestResummarizeOldResults(t *testing.T) {
 			for k, v := range now {
 				if _, ok := old[k]; !ok {
 					t.Logf("run.json: new %s: %s", k, v)
+				}
+			}
+		})
+	}
+}
+
+// TestLinkUtilization checks the link's use: the forward totals' IP bytes
+// over their span, over the window's mean rate (not the nominal one), in
+// bulk and video summaries alike, and unknown without bytes.
+func TestLinkUtilization(t *testing.T) {
+	// 2 Mb/s, then 1 Mb/s from 5 s: a mean of 1.375 Mb/s over the window
+	// [2 s, 10 s]. 1,237,500 bytes over 8 s are 1.2375 Mb/s: 90% of the
+	// mean rate, 62% of the nominal one.
+	withTotals := func(bytes int64, span time.Duration, reverse bool) Input {
+		in := bulkInput()
+		in.Spec.Path.Schedule = []scenario.Step{{At: 5 * time.Second, Rate: rate.Mbps}}
+		c := emu.Counters{Span: span, Bytes: bytes, Packets: bytes / 1000}
+		in.Final.Forward.Total.Span = span
+		if reverse {
+			in.Final.Reverse.Total = c
+		} else {
+			in.Final.Forward.Total.Bytes = bytes
+		}
+		return in
+	}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want float64 // NaN: unknown
+	}{
+		{"forward bytes over the mean rate", withTotals(1_237_500, 8*time.Second, false), 0.9},
+		{"span not the window's", withTotals(1_237_500, 10*time.Second, false), 0.72},
+		{"no bytes (older inputs)", withTotals(0, 8*time.Second, false), math.NaN()},
+		{"no span", withTotals(1_237_500, 0, false), math.NaN()},
+		{"reverse bytes only", withTotals(1_237_500, 8*time.Second, true), math.NaN()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bulk, _ := summarizeBulk(tc.in, sendData{})
+			video := tc.in
+			video.Spec.Workload = scenario.Workload{Kind: scenario.KindVideo}
+			vr, _ := summarizeVideo(video, videoData{})
+			for kind, r := range map[string]report.Run{"bulk": bulk, "video": vr} {
+				got := r.LinkUtilization
+				switch {
+				case math.IsNaN(tc.want) && got != nil:
+					t.Errorf("%s: link utilization %v, want unknown", kind, *got)
+				case !math.IsNaN(tc.want) && got == nil:
+					t.Errorf("%s: link utilization unknown, want %v", kind, tc.want)
+				case !math.IsNaN(tc.want) && !near(*got, tc.want, 1e-9):
+					t.Errorf("%s: link utilization %v, want %v", kind, *got, tc.want)
 				}
 			}
 		})

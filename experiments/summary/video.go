@@ -331,6 +331,7 @@ func received(r *report.Run, in Input, recv []records.ViewerFrame) {
 	if mr := in.meanRate(); mr > 0 {
 		r.Utilization = r.GoodputBps / mr
 	}
+	r.LinkUtilization = in.linkUtilization()
 }
 
 // connNotes notes frames written without a record and reconnections.
