@@ -116,11 +116,6 @@ func limitsFor(name string, p pathmodel.Path) limit {
 // shortfalls are the paths where the controller misses a target that
 // physics does not explain, with the bound it meets on them.
 var shortfalls = map[string]limit{
-	// The probes after the doubling are cut at the old ceiling's queue
-	// (the first cut after the halving left a capacity estimate below
-	// the new rate); 6.8 s to 90%.
-	"cubic,16M,172ms,halve-double": {p95: 10 * time.Millisecond, util: 0.82, doubling: 7500 * time.Millisecond,
-		why: []string{"doubling found in 6.8 s, utilization 0.83 to 0.86 (shortfall)"}},
 	// BBR at a 10 ms RTT: it paces at its estimate of the flow's own
 	// (application-limited) rate, so a frame leaves at about the stream's
 	// rate rather than the link's (source delay p50 31 ms, a frame
@@ -133,25 +128,22 @@ var shortfalls = map[string]limit{
 	// Found when the test began to judge three seeds instead of the one
 	// the controller was tuned on (the values are the runs that broke
 	// the bound).
-	"cubic,10M,300ms,q200ms":      {util: 0.85, why: []string{"the probe cycle at 300 ms: utilization 0.86, 0.87 (shortfall)"}},
-	"bbr,100k,300ms,q960ms":       {util: 0.68, why: []string{"utilization 0.70, 0.71 (shortfall)"}},
-	"bbr,200k,300ms,halve-double": {util: 0.48, why: []string{"utilization 0.49, 0.50 (shortfall)"}},
+	"cubic,10M,300ms,q200ms": {util: 0.85, why: []string{"the probe cycle at 300 ms: utilization 0.86, 0.87 (shortfall)"}},
+	"bbr,100k,300ms,q960ms":  {util: 0.68, why: []string{"utilization 0.70, 0.71 (shortfall)"}},
 	// A fourfold RTT step is taken for a queue at first: the slope-based
 	// capacity estimate cuts the rate to a fraction of the path before
 	// the shift rule moves the base, and it climbs back over seconds.
 	"bbr,3M,80ms,rtt-x4": {util: 0.68, why: []string{"RTT x4: utilization 0.69, 0.75 (shortfall)"}},
 
 	// Found when the packet overhead fell (the capture time on a frame's
-	// first packet only, a timing report every 200 ms): the frames' sizes
-	// moved and with them which seeds cross a bound; the same weaknesses
-	// as above, the probe cycle at 300 ms and the RTT step.
+	// first packet only, a timing report every 200 ms) and the frames'
+	// sizes with it: the same weaknesses as above, the probe cycle at
+	// 300 ms and the RTT step.
 	"cubic,3M,80ms,rtt-x4": {util: 0.78, why: []string{"RTT x4: utilization 0.79, 0.82, 0.85 (shortfall)"}},
 	"cubic,16M,300ms,halve-double": {util: 0.83, doubling: 9500 * time.Millisecond,
 		why: []string{"the probe cycle at 300 ms: utilization 0.84, 0.86, 0.89; doubling found in 6.3 to 9.3 s (shortfall)"}},
-	"bbr,16M,300ms,halve-double": {doubling: 7 * time.Second, why: []string{"doubling found in 6.0, 6.7 s (shortfall)"}},
-	// Drops in a 100 ms buffer at a 300 ms round trip: each loss holds
-	// the frames behind it for a round trip.
-	"bbr,2M,300ms,q100ms": {p95: 120 * time.Millisecond, why: []string{"p95 161, 194 ms above the floor with 27 to 55 drops (shortfall)"}},
+	// Found when the test went from three seeds to five.
+	"cubic,4M,300ms,halve-double": {halving: 3500 * time.Millisecond, why: []string{"halving: capture to received back in 2.7 to 3.4 s (shortfall)"}},
 }
 
 // matrix returns the paths the controller is checked on: every rate with
@@ -241,7 +233,7 @@ type broken struct {
 // outcome turns on where its probes happen to fall against the steps
 // and the losses; a controller that holds only on the seed it was tuned
 // on is not done.
-const seeds = 3
+const seeds = 5
 
 func TestRateControlOnPaths(t *testing.T) {
 	if raceEnabled {
