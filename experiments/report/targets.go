@@ -156,8 +156,13 @@ func judgeUtilization(r Run, _ *Run) judgement {
 				c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/rate, 100*u, link))
 		}
 	}
-	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
-	j := judged(u >= UtilizationMin, pct(u), fmt.Sprintf("≥ %.0f%%", 100*UtilizationMin), fmt.Sprintf("%.1f points", 100*(UtilizationMin-u)))
+	// One decimal, or two where one would round a miss to the limit.
+	digits := 1
+	if short := UtilizationMin - u; short > 0 && short < 0.0005 {
+		digits = 2
+	}
+	pct := func(x float64) string { return fmt.Sprintf("%.*f%%", digits, 100*x) }
+	j := judged(u >= UtilizationMin, pct(u), fmt.Sprintf("≥ %.0f%%", 100*UtilizationMin), fmt.Sprintf("%.*f points", digits, 100*(UtilizationMin-u)))
 	if r.Ceiling == nil && j.verdict == missed {
 		j.cell += " (top rung's ceiling unknown)"
 	}

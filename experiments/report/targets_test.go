@@ -63,6 +63,7 @@ func TestTargets(t *testing.T) {
 		{"utilization", "met", nil, met, "92.0% (≥ 90%) met"},
 		{"utilization", "at the limit", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.9, 0.9*7.5e6 }, met, "met"},
 		{"utilization", "missed", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6 }, missed, "80.0% (≥ 90%) missed by 10.0 points"},
+		{"utilization", "missed by less than the last digit", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.8998, 0.8998*7.5e6 }, missed, "89.98% (≥ 90%) missed by 0.02 points"},
 		{"utilization", "missed, the encoder able to fill the link", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6
 			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.8), SaturationBps: f(7e6)} // over 90% of 7.5 Mb/s
