@@ -95,9 +95,9 @@ type PacketizerConfig struct {
 // capture times at 90 kHz, and the first packet of each frame carries the
 // capture time in the abs-capture-time header extension (16 bytes: on every
 // packet it would cost 1.3% of a stream of full-size packets; a receiver
-// needs it once a frame, and libwebrtc sends it no more often). Each packet's VP8 payload descriptor
-// carries a 15-bit PictureID, one more at each frame, and the frame's
-// temporal layer if it has one. A Packetizer is not safe for concurrent
+// needs it once a frame, and libwebrtc sends it no more often). Each
+// packet's VP8 payload descriptor carries a 15-bit PictureID, one more at
+// each frame, and the frame's temporal layer if it has one. A Packetizer is not safe for concurrent
 // use.
 type Packetizer struct {
 	cfg       PacketizerConfig

@@ -12,9 +12,10 @@ import (
 // Packet overhead the sender adds to a frame's VP8 bytes (framer): each RTP
 // packet of at most framer.DefaultRTPPacketSize bytes carries a 12-byte
 // header (28 with the abs-capture-time extension, on a frame's first
-// packet), a 4-byte VP8 descriptor and 2 bytes of RFC 4571 framing. The sender's timing report (an RTCP APP
-// packet with framing: 34 bytes and 32 a frame) rides on the first write
-// at least reportEvery after the last one, with the frames written since.
+// packet), a 4-byte VP8 descriptor and 2 bytes of RFC 4571 framing. The
+// sender's timing report (an RTCP APP packet with framing: 34 bytes and 32
+// a frame) rides on the first write at least reportEvery after the last
+// one, with the frames written since.
 const (
 	rtpPacket      = framer.DefaultRTPPacketSize
 	rtpHeader      = 12 + 4
