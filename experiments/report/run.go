@@ -108,6 +108,11 @@ type Run struct {
 	// at the bottleneck plus the median encode, on the path as it is at
 	// the window's start.
 	FloorMs *float64 `json:"floor_ms,omitempty"`
+	// OverFloorMs is, over the frames of CaptureToReceivedMs, each
+	// frame's capture to received less the floor on the path when it was
+	// captured (FloorMs on a path without steps); the targets judge it.
+	// Absent in results written before it.
+	OverFloorMs *metrics.Percentiles `json:"over_floor_ms,omitempty"`
 	// RecoveryS has, for each step of Schedule, the seconds until the run
 	// recovered from it, null when it did not within the window (see
 	// experiments/README.md for the criteria).

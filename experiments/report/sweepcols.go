@@ -67,10 +67,15 @@ func fmtFreezes(r Run) string {
 	return s
 }
 
-// overFloor returns capture to received p50 and p95 less floor_ms, NaN
-// when either is unknown.
+// overFloor returns capture to received p50 and p95 over the floor: each
+// frame's over the floor when it was captured (over_floor_ms), or, in
+// results written before it, capture to received less floor_ms; NaN when
+// unknown.
 func overFloor(r Run) (p50, p95 float64) {
-	if r.FloorMs == nil || r.CaptureToReceivedMs == nil {
+	switch {
+	case r.OverFloorMs != nil:
+		return r.OverFloorMs.P50, r.OverFloorMs.P95
+	case r.FloorMs == nil || r.CaptureToReceivedMs == nil:
 		return nan(), nan()
 	}
 	return r.CaptureToReceivedMs.P50 - *r.FloorMs, r.CaptureToReceivedMs.P95 - *r.FloorMs

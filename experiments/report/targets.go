@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"replenish/metrics"
 )
 
 // The sweep's targets (experiments/README.md, "The sweep"): what every
@@ -90,10 +92,10 @@ type target struct {
 var targets = []target{
 	{"source delay p50", fmt.Sprintf("≤ %g × serialization + %g ms", SourceDelayFactor, SourceDelaySlackMs), judgeSourceDelay},
 	{"capture to received p50", fmt.Sprintf("≤ floor + %g ms", C2RP50OverFloorMs), func(r Run, _ *Run) judgement {
-		return judgeC2R(r, func(p Run) float64 { return p.CaptureToReceivedMs.P50 }, C2RP50OverFloorMs)
+		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P50 }, C2RP50OverFloorMs)
 	}},
 	{"capture to received p95", fmt.Sprintf("≤ floor + %g ms", C2RP95OverFloorMs), func(r Run, _ *Run) judgement {
-		return judgeC2R(r, func(p Run) float64 { return p.CaptureToReceivedMs.P95 }, C2RP95OverFloorMs)
+		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P95 }, C2RP95OverFloorMs)
 	}},
 	{"utilization", fmt.Sprintf("≥ %.0f%% where the top rung can fill the link", 100*UtilizationMin), judgeUtilization},
 	{"drain ratio p50", fmt.Sprintf("%g to %g", DrainRatioMin, DrainRatioMax), judgeDrainRatio},
@@ -118,16 +120,31 @@ func judgeSourceDelay(r Run, _ *Run) judgement {
 }
 
 // judgeC2R judges the percentile pick of capture to received against
-// floor_ms plus over.
-func judgeC2R(r Run, pick func(Run) float64, over float64) judgement {
+// the floor plus over: each frame's over the floor on the path when it
+// was captured (over_floor_ms), or, in results written before it,
+// capture to received against floor_ms.
+func judgeC2R(r Run, pick func(metrics.Percentiles) float64, over float64) judgement {
 	if r.FloorMs == nil {
 		return needs("floor_ms")
 	}
-	if r.CaptureToReceivedMs == nil || !finite(pick(r)) {
+	if o := r.OverFloorMs; o != nil && finite(pick(*o)) {
+		v := pick(*o)
+		return judged(v <= over, fmtMs(v)+" over the floor", "≤ "+fmtMs(over), fmtMiss(v-over))
+	}
+	if r.CaptureToReceivedMs == nil || !finite(pick(*r.CaptureToReceivedMs)) {
 		return na("capture to received unknown")
 	}
-	v, limit := pick(r), *r.FloorMs+over
-	return judged(v <= limit, fmtMs(v), "≤ "+fmtMs(limit), fmtMs(v-limit))
+	v, limit := pick(*r.CaptureToReceivedMs), *r.FloorMs+over
+	return judged(v <= limit, fmtMs(v), "≤ "+fmtMs(limit), fmtMiss(v-limit))
+}
+
+// fmtMiss formats a miss in milliseconds, "< 0.01 ms" for one too small
+// to show.
+func fmtMiss(ms float64) string {
+	if ms < 0.005 {
+		return "< 0.01 ms"
+	}
+	return fmtMs(ms)
 }
 
 // meanRate returns the bottleneck's mean rate over the window: goodput

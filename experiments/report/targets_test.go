@@ -56,7 +56,16 @@ func TestTargets(t *testing.T) {
 		{"capture to received p50", "at the limit", func(r, _ *Run) { r.CaptureToReceivedMs.P50 = 125 }, met, "met"},
 		{"capture to received p50", "missed", func(r, _ *Run) { r.CaptureToReceivedMs.P50 = 130 }, missed, "130 ms (≤ 125 ms) missed by 5.0 ms"},
 		{"capture to received p50", "unknown", func(r, _ *Run) { r.CaptureToReceivedMs = nil }, notApplicable, "n/a: capture to received unknown"},
+		{"capture to received p50", "missed by less than the last digit", func(r, _ *Run) { r.CaptureToReceivedMs.P50 = 125.001 }, missed,
+			"125 ms (≤ 125 ms) missed by < 0.01 ms"},
+		{"capture to received p50", "each frame over its floor", func(r, _ *Run) { r.OverFloorMs = pctPtr(19, 60, 90) }, met,
+			"19 ms over the floor (≤ 25 ms) met"},
+		{"capture to received p50", "each frame over its floor, missed", func(r, _ *Run) {
+			r.OverFloorMs, r.CaptureToReceivedMs.P50 = pctPtr(30, 60, 90), 110 // 110 ms is under floor_ms + 25 ms: not judged
+		}, missed, "30 ms over the floor (≤ 25 ms) missed by 5.0 ms"},
 		{"capture to received p95", "met", nil, met, "150 ms (≤ 180 ms) met"},
+		{"capture to received p95", "each frame over its floor, missed", func(r, _ *Run) { r.OverFloorMs = pctPtr(19, 90, 99) }, missed,
+			"90 ms over the floor (≤ 80 ms) missed by 10 ms"},
 		{"capture to received p95", "missed", func(r, _ *Run) { r.CaptureToReceivedMs.P95 = 190 }, missed, "190 ms (≤ 180 ms) missed by 10 ms"},
 		{"capture to received p95", "unknown", func(r, _ *Run) { r.CaptureToReceivedMs.P95 = math.NaN() }, notApplicable, "n/a"},
 

@@ -78,10 +78,12 @@ func (tl Timeline) at(us int64) time.Duration {
 // us returns a duration since T0 as µs since the epoch.
 func (tl Timeline) us(t time.Duration) int64 { return tl.T0.UnixMicro() + t.Microseconds() }
 
-// sweepFields sets r's drain ratio, idle fraction, rung fraction, floor
-// and recoveries, and what ceilingFields sets, and notes why one is
-// missing.
-func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.ViewerFrame) {
+// sweepFields sets r's drain ratio, idle fraction, rung fraction, floor,
+// capture to received over the floor and recoveries, and what
+// ceilingFields sets, and notes why one is missing. c2r holds the capture
+// to received of the window's frames, as in capture_to_received_ms, and
+// c2rAt each one's capture in µs since the epoch.
+func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.ViewerFrame, c2r []float64, c2rAt []int64) {
 	ceilingFields(r, in, frames)
 	win := windowFrames(in.TL, frames)
 	r.RungFraction = rungFraction(win)
@@ -96,6 +98,7 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 		return
 	}
 	r.FloorMs = ptr(math.Round(floorAt(in.Spec.Warmup)*1000) / 1000)
+	r.OverFloorMs = overFloor(in.TL, c2r, c2rAt, floorAt)
 	if len(in.Spec.Path.Schedule) > 0 {
 		r.RecoveryS = recoveries(in, frames, recv, floorAt)
 	}
@@ -169,6 +172,23 @@ func floor(in Input, win []joinedFrame) (func(time.Duration) float64, bool) {
 		fwd, _ := emu.SplitRTT(p.RTTAt(t))
 		return float64(fwd)/float64(time.Millisecond) + size*8/float64(p.RateAt(t))*1e3 + encode
 	}, true
+}
+
+// overFloor returns the percentiles of each frame's capture to received
+// (c2r, ms) less the floor on the path when it was captured (c2rAt, µs
+// since the epoch): on a path whose round trip or rate steps, floor_ms
+// (the floor at the window's start) is not every frame's. Nil without
+// frames.
+func overFloor(tl Timeline, c2r []float64, c2rAt []int64, floorAt func(time.Duration) float64) *metrics.Percentiles {
+	if len(c2r) == 0 || len(c2r) != len(c2rAt) {
+		return nil
+	}
+	over := make([]float64, len(c2r))
+	for i, v := range c2r {
+		over[i] = v - floorAt(tl.at(c2rAt[i]))
+	}
+	p := pct(over)
+	return &p
 }
 
 // idleFraction returns the share of the measured window in which the

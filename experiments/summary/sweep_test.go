@@ -46,6 +46,11 @@ func TestSweepFieldsOfVideo(t *testing.T) {
 	if r.FloorMs == nil || !near(*r.FloorMs, 20+40+3, 1e-9) {
 		t.Errorf("floor %v ms, want 63", r.FloorMs)
 	}
+	// Every frame received 100 ms after its capture, on a path without
+	// steps: 37 ms over the floor, each.
+	if o := r.OverFloorMs; o == nil || !near(o.P50, 37, 1e-9) || !near(o.P95, 37, 1e-9) {
+		t.Errorf("over the floor %+v, want 37 ms", o)
+	}
 	if d := r.DrainRatio; d == nil || d.N != 192 || !near(d.P50, 0.9, 1e-9) || !near(d.P95, 1.1, 1e-9) {
 		t.Errorf("drain ratio %+v, want 0.9 and 1.1 over the 192 path-limited frames", d)
 	}
@@ -168,6 +173,47 @@ func stepRecords() videoData {
 			ReceivedUs: at(capture + delay), Bytes: size})
 	}
 	return v
+}
+
+// TestOverFloorFollowsTheRTT checks that capture to received over the
+// floor counts each frame against the floor on the path when it was
+// captured: after a round-trip step the path's own delay is not the
+// sender's queue.
+func TestOverFloorFollowsTheRTT(t *testing.T) {
+	in := videoInput()
+	in.Spec.Path.Schedule = []scenario.Step{{At: 6 * time.Second, RTT: 200 * time.Millisecond}}
+	var v videoData
+	for i := range 300 {
+		capture := time.Duration(i) * time.Second / 30
+		// The floor: 20 ms one way (100 ms after the step) + 5000 B at
+		// 1 Mb/s + a 3 ms encode. Every frame 10 ms over it, every
+		// tenth 50 ms.
+		floor := 63 * time.Millisecond
+		if capture >= 6*time.Second {
+			floor = 143 * time.Millisecond
+		}
+		over := 10 * time.Millisecond
+		if i%10 == 0 {
+			over = 50 * time.Millisecond
+		}
+		ts := uint32(1000 + 3000*i)
+		v.Frames = append(v.Frames, records.Frame{RTPTimestamp: ts, CaptureUs: at(capture), EncodeStartUs: at(capture + time.Millisecond),
+			EncodeEndUs: at(capture + 4*time.Millisecond), WriteStartUs: at(capture + 5*time.Millisecond), Bytes: 5000, Width: 640, Height: 360})
+		v.Received = append(v.Received, records.ViewerFrame{Kind: records.KindReceived, RTPTimestamp: ts, CaptureUs: at(capture),
+			ReceivedUs: at(capture + floor + over), Bytes: 5000})
+	}
+	r, _ := summarizeVideo(in, v)
+	if r.FloorMs == nil || !near(*r.FloorMs, 63, 1e-9) {
+		t.Fatalf("floor %v ms, want 63 (the path at the window's start)", r.FloorMs)
+	}
+	if o := r.OverFloorMs; o == nil || !near(o.P50, 10, 1e-9) || !near(o.P95, 50, 1e-9) {
+		t.Errorf("over the floor %+v, want p50 10 ms and p95 50 ms", o)
+	}
+	// Against the floor at the window's start, the frames after the step
+	// would look 80 ms queued.
+	if c := r.CaptureToReceivedMs; c == nil || c.P50-*r.FloorMs < 50 {
+		t.Errorf("capture to received %+v: the case does not tell the two floors apart", c)
+	}
 }
 
 func TestRecoveries(t *testing.T) {

@@ -168,7 +168,7 @@ func summarizeVideo(in Input, v videoData) (report.Run, []records.RunLine) {
 	t.fill(&r)
 	received(&r, in, v.Received)
 	lossFields(&r, in, v)
-	sweepFields(&r, in, frames, v.Received)
+	sweepFields(&r, in, frames, v.Received, t.c2r, t.c2rAt)
 	pageFields(&r, in, v.Displayed)
 	rs := make([]retransSample, 0, len(v.Frames))
 	for _, f := range v.Frames {
@@ -212,6 +212,7 @@ type videoTally struct {
 
 	frames                 int
 	delays, c2r, g2g       []float64
+	c2rAt                  []int64 // each c2r value's frame's capture, µs since the epoch
 	parts                  map[string][]float64
 	sizes                  map[[2]int]int
 	lost, unstamped        int // not received; no departure time
@@ -252,8 +253,10 @@ func (t *videoTally) add(f joinedFrame, rec records.RunLine) {
 	switch {
 	case rec.CaptureToReceivedMs != nil:
 		t.c2r = append(t.c2r, *rec.CaptureToReceivedMs)
+		t.c2rAt = append(t.c2rAt, f.CaptureUs)
 	case t.endUs > f.CaptureUs:
 		t.c2r = append(t.c2r, ms(t.endUs-f.CaptureUs))
+		t.c2rAt = append(t.c2rAt, f.CaptureUs)
 		t.lost++
 	default:
 		t.lost++
