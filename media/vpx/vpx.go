@@ -24,12 +24,17 @@ typedef struct {
 } rp_enc;
 
 // L1T3 (three temporal layers): the cumulative share of the target each
-// layer's rate control aims at, in percent (TL0 40, TL0+TL1 60, all 100),
+// layer's rate control aims at, in percent (TL0 25, TL0+TL1 50, all 100),
 // and the period of layer ids libvpx is told of, as in libvpx's
 // vpx_temporal_svc_encoder example (mode 6). The encoder sets the layer of
 // each frame itself (VP8E_SET_TEMPORAL_LAYER_ID), restarting the period at
-// keyframes.
-static const unsigned rp_l1t3_pct[3] = {40, 60, 100};
+// keyframes. Each layer gets the share of its frames (a quarter, a
+// quarter, a half), so every frame is about the average: the 40/60/100
+// split of libvpx's example and libwebrtc makes a TL0 frame 1.6 times the
+// average, which on a link the stream fills takes 1.6 frame intervals to
+// cross and holds the frames after it behind it (capture to received 8 to
+// 14 ms longer at the median, measured; README, "Temporal layers").
+static const unsigned rp_l1t3_pct[3] = {25, 50, 100};
 static const unsigned rp_l1t3_ids[4] = {0, 2, 1, 2};
 
 // rp_set_layer_rates splits kbps between the temporal layers, if any.
@@ -267,12 +272,9 @@ const (
 	// KeyframeMaxPct caps a keyframe's size, in percent of the average
 	// frame size at the target bitrate (VP8E_SET_MAX_INTRA_BITRATE_PCT):
 	// a keyframe occupies a path for about three frame intervals at most.
+	// With L1T3 layers libvpx takes the percentage of TL0's average
+	// frame, which the layers' split (rp_l1t3_pct) makes the stream's.
 	KeyframeMaxPct = 300
-	// keyframeMaxPctL1T3 is KeyframeMaxPct for an encoder with L1T3
-	// layers, whose keyframes are TL0 frames: libvpx then takes the
-	// percentage of TL0's average frame, 40% of the target over a quarter
-	// of the frames, 1.6 times the stream's average frame.
-	keyframeMaxPctL1T3 = KeyframeMaxPct * 10 / 16
 )
 
 // Config holds the libvpx settings of an Encoder beyond
@@ -287,7 +289,7 @@ type Config struct {
 // request, at the first frame and after a size change. With
 // media.EncoderConfig.Scalability L1T3 it makes three temporal layers
 // (media.Layering's pattern, restarted at every keyframe; libvpx's rate
-// control gives TL0 40% of the target, TL1 20% and TL2 40%) and reports
+// control gives TL0 25% of the target, TL1 25% and TL2 50%) and reports
 // each frame's layer in EncodedFrame.Layer. An Encoder is not safe for
 // concurrent use.
 type Encoder struct {
@@ -356,12 +358,8 @@ func kbps(b rate.Bitrate) C.uint { return C.uint((b + rate.Kbps/2) / rate.Kbps) 
 // init (re)creates the libvpx encoder for size sz at the current bitrate.
 func (e *Encoder) init(sz media.Size) error {
 	C.rp_enc_destroy(e.c)
-	keyPct := C.uint(KeyframeMaxPct)
-	if e.layers.Mode() == media.L1T3 {
-		keyPct = keyframeMaxPctL1T3
-	}
 	rc := C.rp_enc_init(e.c, C.int(sz.W), C.int(sz.H), kbps(e.bitrate), C.int(e.lib.Threads),
-		C.int(e.lib.CPUUsed), keyPct, C.int(e.layers.Mode().Layers()))
+		C.int(e.lib.CPUUsed), C.uint(KeyframeMaxPct), C.int(e.layers.Mode().Layers()))
 	if rc != C.VPX_CODEC_OK {
 		err := e.codecErr("init", rc)
 		C.rp_enc_destroy(e.c)
