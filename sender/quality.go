@@ -142,7 +142,9 @@ const (
 // those a slow encode skipped) at more than skipHigh of the frames without
 // a queue mean the transport is the limit (BBR paces at its own estimate of an
 // application-limited flow): the rate falls by skipStep, below the drain
-// rate.
+// rate unless that is only the window's bound (Observation.WindowBound:
+// PROBE_RTT's four segments would cut a 2 Mb/s stream to a tenth, to
+// climb back over ten seconds).
 //
 // # Per frame and rung
 //
@@ -217,6 +219,13 @@ type Observation struct {
 	// backlogged, a windowed maximum over about ten round trips which
 	// application-limited windows may only raise; zero if unknown.
 	DrainRate rate.Bitrate
+	// WindowBound says DrainRate is the transport's window bound,
+	// min(cwnd, peer window) per smoothed round trip, with no measurement
+	// or below it: what the window lets through now. A stall shrinks it
+	// for a moment (BBR's PROBE_RTT holds cwnd at four segments for
+	// 200 ms; loss recovery), so it is not the path's rate, and the
+	// controller never cuts to it.
+	WindowBound bool
 	// AppLimited says the estimate comes from application-limited
 	// windows. The controller treats the drain rate as a lower bound on
 	// the path's rate either way, so it does not read this; it is here
@@ -579,7 +588,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	// is the better estimate unless the queue's growth says the path is
 	// well below it (it slowed, and the windowed maximum remembers).
 	est := sent.Scale(1 / (1 + max(slope, 0)))
-	if d := o.DrainRate; d > 0 && est >= d.Scale(drainTrust) {
+	if d := o.DrainRate; d > 0 && !o.WindowBound && est >= d.Scale(drainTrust) {
 		est = d
 	} else {
 		est = sent.Scale(1 / (1 + lagFactor*max(slope, 0)))
@@ -616,7 +625,7 @@ func (c *Controller) transportLimited(o Observation) {
 		return
 	}
 	c.rate = c.rate.Scale(skipStep)
-	if o.DrainRate > 0 {
+	if o.DrainRate > 0 && !o.WindowBound {
 		c.rate = min(c.rate, o.DrainRate.Scale(cruiseGain))
 	}
 	c.lastCut = o.Now

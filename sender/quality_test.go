@@ -191,6 +191,29 @@ func TestControllerTransportLimited(t *testing.T) {
 	}
 }
 
+// TestControllerWindowBoundNoCut stalls as BBR's PROBE_RTT does: cwnd
+// held at four segments for a few frames, so frames are skipped waiting
+// for invitations and the drain estimate is only the window's bound. The
+// rate falls by a step at most, not to the bound.
+func TestControllerWindowBoundNoCut(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	f := newFeed(c)
+	f.run(10*time.Second, clean(2*rate.Mbps))
+	before := c.rate
+	// The invitation comes 400 ms late, 11 frames skipped waiting for it,
+	// with the bound as the drain estimate (as measured on a 2 Mb/s,
+	// 172 ms path: 229 kb/s).
+	f.now = f.now.Add(11 * frame)
+	o := clean(2 * rate.Mbps)()
+	o.DrainRate, o.WindowBound = 230*rate.Kbps, true
+	o.Skipped, o.Late = 11, 11
+	f.frame(o)
+	f.run(time.Second, clean(2*rate.Mbps))
+	if got := c.rate; got < before.Scale(skipStep*skipStep) {
+		t.Fatalf("after a PROBE_RTT stall: rate %v, was %v; want a step down at most", got, before)
+	}
+}
+
 // TestControllerSlowEncodeNotTransport skips frames while encoding (a
 // stalled CPU), not while waiting for invitations: the path said nothing,
 // so the rate holds.
