@@ -22,8 +22,9 @@
 //     Reno-friendly region, growth only while cwnd-limited) and BBR v1
 //     (STARTUP, DRAIN, the PROBE_BW gain cycle, PROBE_RTT, cwnd at twice
 //     the BDP, pacing at the bandwidth estimate times the gain).
-//   - The drain-rate estimate the controller sees: bytes delivered over
-//     windows of at least an SRTT, a windowed maximum (Estimator).
+//   - The drain-rate estimate the controller sees: the transport's own
+//     estimator (transport/drain) fed a reading at every ACK and write
+//     (Estimator).
 //   - The path: a bottleneck whose rate follows a schedule of steps, a
 //     drop-tail queue limited in bytes, optional random loss, and a base
 //     round trip (which may step too) split evenly between the directions.

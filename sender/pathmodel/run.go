@@ -175,7 +175,7 @@ func newSim(cfg Config) *sim {
 		s.tcp.cc = c
 		s.tcp.slowStart = c.slowStart
 	}
-	s.est = drainEstimator{kind: cfg.Estimator}
+	s.est = newDrainEstimator(cfg.Estimator)
 	s.enc = encoder{m: cfg.Encoder, rng: rand.New(rand.NewPCG(cfg.Seed, 0xe2c)), srcFPS: cfg.FPS}
 	s.ctrl = cfg.NewController(cfg.Ladder, cfg.Start)
 	s.rung = s.ctrl.Rung()

@@ -114,6 +114,7 @@ func (s *sim) onWrite(now time.Duration) {
 	s.offsets = append(s.offsets, span{start, start + int64(p.bytes)})
 	s.prevBytes, s.prevVideo, s.prevEncode, s.prevKey = p.bytes, p.f.Video, p.f.Encode, p.f.Key
 	s.state, s.lastWrite = appWaiting, now
+	s.est.read(now, s.tcp) // the transport reads TCP_INFO before every write
 	s.tcp.write(now, p.bytes)
 	s.checkInvite(now)
 }

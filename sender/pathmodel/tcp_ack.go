@@ -30,7 +30,7 @@ func (t *tcp) onAck(now time.Duration, id int64) {
 	a.losses = t.detectLosses(now, sg.sent)
 	t.advance(now)
 	t.cc.onAck(t, now, a)
-	t.s.est.onAck(now, t.deliveredBytes, t.srtt, sg.appLimited)
+	t.s.est.onAck(now, t, sg.appLimited)
 	t.trySend(now)
 }
 
