@@ -17,7 +17,8 @@
 //     every 200 ms) and a TCP sender: an unsent backlog, segments, cwnd, the
 //     ACK clock, SACK/RACK loss detection, tail-loss probes and RTO,
 //     Linux's delivery-rate sampling and application-limited marking, the
-//     smoothed RTT and minimum RTT, and cwnd validation. Two congestion
+//     smoothed RTT and minimum RTT (the handshake's round trip among them),
+//     and cwnd validation. Two congestion
 //     controls: CUBIC (slow start with HyStart, the cubic function, the
 //     Reno-friendly region, growth only while cwnd-limited) and BBR v1
 //     (STARTUP, DRAIN, the PROBE_BW gain cycle, PROBE_RTT, cwnd at twice

@@ -166,6 +166,7 @@ func newSim(cfg Config) *sim {
 	limit := max(cfg.Path.Rate.Bytes(cfg.Path.Queue), 2*(mss+tcpIPHeader))
 	s.link = link{sched: &s.sched, limit: limit}
 	s.tcp = &tcp{s: s}
+	s.tcp.handshake(s.sched.rttAt(0) + s.sched.rateAt(0).Duration(synBytes))
 	switch cfg.Path.CC {
 	case BBR:
 		b := newBBR(s.rng)
