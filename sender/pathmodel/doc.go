@@ -9,7 +9,7 @@
 //     Decide on the model's socket state), no more often than the rung's
 //     frame rate.
 //   - An encoder (EncoderModel): frame sizes around target/fps by
-//     temporal layer (L1T3: 1.6, 0.8, 0.8, 0.8 of the mean) with
+//     temporal layer (L1T3's layers each the mean by default) with
 //     log-normal noise, keyframes at the start, on request and on a rung
 //     change, a large frame after a gap, rate control that follows a
 //     raised target over about a second, a saturation rate per rung and an
