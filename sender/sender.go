@@ -21,6 +21,7 @@ import (
 	"replenish/metrics"
 	"replenish/rate"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // Transport carries frames to a viewer. The sender drives it from one
@@ -371,7 +372,8 @@ func (s *Sender) nextFrame(ctx context.Context, notBefore time.Time) (*media.Fra
 func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, sk skips, discarded int) error {
 	now := time.Now()
 	d := s.ctrl.Update(Observation{
-		Now: now, DrainRate: inv.DrainRate, AppLimited: inv.AppLimited, Unsent: inv.Unsent,
+		Now: now, DrainRate: inv.DrainRate, DrainBound: inv.Drain.Estimate.Source == drain.SourceWindow,
+		AppLimited: inv.AppLimited, Unsent: inv.Unsent,
 		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
 	})

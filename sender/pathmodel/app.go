@@ -5,6 +5,7 @@ import (
 
 	"replenish/framer"
 	"replenish/rate"
+	"replenish/transport/drain"
 	rule "replenish/transport/tcp"
 )
 
@@ -72,6 +73,7 @@ type invitation struct {
 	at          time.Duration
 	drain       rate.Bitrate
 	appLimited  bool
+	bound       bool // drain is the window bound, not a measurement
 	unsent      int
 	rtt, minRTT time.Duration
 }
@@ -107,7 +109,7 @@ func (s *sim) checkInvite(now time.Duration) {
 		return
 	}
 	s.inv = invitation{
-		at: now, drain: d.DrainRate, appLimited: app, unsent: t.unsent(),
+		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource == drain.SourceWindow, unsent: t.unsent(),
 		rtt: t.srtt, minRTT: t.minRTT,
 	}
 	s.state = appTaking

@@ -75,7 +75,7 @@ func (s *sim) take(now time.Duration) {
 		late = min(skipped, int((s.inv.at-s.lastWrite)/interval))
 	}
 	o := sender.Observation{
-		Now: epoch.Add(now), DrainRate: s.inv.drain, AppLimited: s.inv.appLimited, Unsent: s.inv.unsent,
+		Now: epoch.Add(now), DrainRate: s.inv.drain, DrainBound: s.inv.bound, AppLimited: s.inv.appLimited, Unsent: s.inv.unsent,
 		Skipped: skipped, Late: late, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT,
 		Encoded: s.prevVideo, Written: s.prevBytes, EncodeTime: s.prevEncode,
 	}
