@@ -96,7 +96,18 @@ const (
 // The slope: the smoothed RTT's trend, over slopeWindow or since the
 // excess last was below qLow. The feedback delay: a round trip plus the
 // time the kernel's smoothing (an eighth per ACK) takes to follow, at
-// least a frame. The drain rate: a lower bound on the capacity. Skipped
+// least a frame. The drain rate: a lower bound on the capacity, once the
+// transport has measured it. Before that it reports its window bound, cwnd
+// over the round trip (Observation.WindowBound), which says what the
+// transport could send, not what the path carries: at the start, the
+// initial window over the handshake's round trip, 11 Mb/s at 10 ms on any
+// path. Taken for the capacity it would shrink the self term's cap (one
+// frame at the capacity) below the frames' own serialization, which would
+// then read as excess: on a 2 Mb/s path, 6 to 12 ms, inside the hold band,
+// and the controller would neither grow nor cut (the path model showed
+// the stream held at 320x180, a third of the path). So the capacity starts
+// at the initial rate and rises only with what the stream has shown: the
+// rate it sent without a queue and the measured drain rate. Skipped
 // frames: the transport drains slower than the encoder fills it.
 //
 // # Phases
@@ -219,12 +230,15 @@ type Observation struct {
 	// backlogged, a windowed maximum over about ten round trips which
 	// application-limited windows may only raise; zero if unknown.
 	DrainRate rate.Bitrate
-	// WindowBound says DrainRate is the transport's window bound,
-	// min(cwnd, peer window) per smoothed round trip, with no measurement
-	// or below it: what the window lets through now. A stall shrinks it
-	// for a moment (BBR's PROBE_RTT holds cwnd at four segments for
-	// 200 ms; loss recovery), so it is not the path's rate, and the
-	// controller never cuts to it.
+	// WindowBound says DrainRate is only the transport's window bound,
+	// min(cwnd, peer window) per smoothed round trip: no window has been
+	// measured yet (drain.SourceWindow: at the start, the initial window
+	// over the handshake's round trip, 11 Mb/s at 10 ms whatever the
+	// path), or the bound is below the measurement (drain.SourceWindowCapped:
+	// a stall shrinks it for a moment, as BBR's PROBE_RTT holds cwnd at
+	// four segments for 200 ms, or loss recovery). It is what the window
+	// lets through now, not what the path carries: the controller neither
+	// takes it for the capacity nor cuts to it.
 	WindowBound bool
 	// AppLimited says the estimate comes from application-limited
 	// windows. The controller treats the drain rate as a lower bound on
@@ -443,8 +457,9 @@ func (c *Controller) probeSpeed() float64 {
 
 // evidence raises the capacity to what the path has shown it carries: a
 // delivered rate is a lower bound on capacity, whether the transport's
-// drain rate (the most bytes delivered over a window of at least a round
-// trip) or the rate the controller sent while no queue built. The drain
+// measured drain rate (the most bytes delivered over a window of at least
+// a round trip; not its window bound, which is no delivery) or the rate the
+// controller sent while no queue built. The drain
 // rate is a windowed maximum that, while the flow is application-limited,
 // keeps its last value: after the path slows it still remembers the old
 // rate, so a drain rate above the ceiling (where the path last congested)
@@ -459,11 +474,20 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 	if c.ceiling > 0 && sent > c.ceiling.Scale(probePast) {
 		c.ceiling = 0
 	}
-	lower := max(o.DrainRate, sent)
-	if c.ceiling > 0 && o.DrainRate > c.ceiling.Scale(probePast) {
+	lower := max(measured(o), sent)
+	if c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast) {
 		lower = sent
 	}
 	c.capacity = max(c.capacity, lower)
+}
+
+// measured returns the drain rate if the transport measured it, 0 if it is
+// only the window bound (Observation.WindowBound).
+func measured(o Observation) rate.Bitrate {
+	if o.WindowBound {
+		return 0
+	}
+	return o.DrainRate
 }
 
 // excess returns the queueing not explained by the path or the frames' own

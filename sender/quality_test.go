@@ -109,6 +109,39 @@ func TestControllerFindsBandwidth(t *testing.T) {
 	}
 }
 
+// TestControllerIgnoresWindowBound starts on a 2 Mb/s path with a 10 ms
+// round trip whose transport reports, before it has measured anything, its
+// window bound: ten segments over the handshake's round trip, 11 Mb/s. The
+// round trip carries each frame's own serialization at the bottleneck and
+// any standing queue. Taken for the capacity, the bound caps the self term
+// at a sixth of the frames' serialization, which then reads as 6 to 12 ms
+// of excess: the controller would neither grow nor cut. It must grow to
+// the path instead.
+func TestControllerIgnoresWindowBound(t *testing.T) {
+	const (
+		link  = 2 * rate.Mbps
+		base  = 10 * time.Millisecond
+		bound = 11 * rate.Mbps
+	)
+	c := NewController(testLadder, 500*rate.Kbps)
+	f := newFeed(c)
+	var queue time.Duration
+	start := f.now
+	f.run(3*time.Second, func() Observation {
+		sent := rate.Bitrate(float64(f.d.Bitrate) * 1.03)
+		queue = max(0, queue+time.Duration(float64(frame)*(float64(sent)/float64(link)-1)))
+		ser := link.Duration(int(float64(sent) / 8 * frame.Seconds()))
+		o := Observation{DrainRate: sent, AppLimited: true, RTT: base + queue + ser, MinRTT: base}
+		if f.now.Sub(start) < 100*time.Millisecond {
+			o.DrainRate, o.WindowBound = bound, true // no window measured yet
+		}
+		return o
+	})
+	if got := c.Target(); got < link/2 {
+		t.Errorf("after 3 s on a %v path that reported its %v window bound at first: target %v, want at least half the path", link, bound, got)
+	}
+}
+
 // TestControllerCutsOnQueueing builds a queue (the round trip rising) and
 // checks the cut: below the rate that built it, within a feedback delay of
 // the queue showing, and once per feedback delay.

@@ -16,6 +16,7 @@ import (
 	"replenish/media/fakecodec"
 	"replenish/rate"
 	"replenish/transport"
+	"replenish/transport/drain"
 )
 
 // fakeTransport invites only when the test sends on invite, and keeps what
@@ -320,6 +321,30 @@ func TestDeclaresLead(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestWindowBoundNotCapacity invites with the transport's window bound (no
+// window measured yet, or a bound below the measurement) and then with the
+// same rate measured: only the measurement raises the controller's
+// capacity.
+func TestWindowBoundNotCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		src  drain.Source
+		want bool // the capacity reaches the drain rate
+	}{{drain.SourceWindow, false}, {drain.SourceWindowCapped, false}, {drain.SourceMeasured, true}} {
+		bubble(t, Config{}, func(s *Sender, src *media.Source, f *fakeTransport) {
+			const r = 11 * rate.Mbps
+			for range 5 {
+				f.invite <- transport.Invitation{DrainRate: r, RTT: 10 * time.Millisecond, MinRTT: 10 * time.Millisecond,
+					Drain: transport.DrainRecord{Estimate: drain.Estimate{Rate: r, Source: tc.src}}}
+				synctest.Wait()
+				time.Sleep(40 * time.Millisecond)
+			}
+			if got := s.ctrl.capacity >= r; got != tc.want {
+				t.Errorf("invited at %v from the %v source: capacity %v, want it at the rate: %v", r, tc.src, s.ctrl.capacity, tc.want)
+			}
+		})
+	}
 }
 
 // TestRungFrameRate runs on the lowest rung (15 fps) with invitations as

@@ -73,6 +73,7 @@ type invitation struct {
 	at          time.Duration
 	drain       rate.Bitrate
 	appLimited  bool
+	bound       bool // drain is the window bound, not a measurement
 	unsent      int
 	rtt, minRTT time.Duration
 }
@@ -101,17 +102,14 @@ func (s *sim) checkInvite(now time.Duration) {
 	}
 	t := s.tcp
 	in := rule.RuleInput{Unsent: t.unsent(), MSS: mss, ReplenishTime: s.cfg.Replen}
-	if r := s.est.rate(); r > 0 {
-		in.DrainRate, in.DrainSource = r, drain.SourceMeasured
-	} else if r, ok := drain.WindowRate(t.cc.cwnd()*mss, -1, t.srtt); ok {
-		in.DrainRate, in.DrainSource = r, drain.SourceWindow
-	}
+	var app bool
+	in.DrainRate, in.DrainSource, app = s.est.estimate(t)
 	d := rule.Decide(in)
 	if !d.Invite {
 		return
 	}
 	s.inv = invitation{
-		at: now, drain: d.DrainRate, appLimited: s.est.lastApp, unsent: t.unsent(),
+		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource == drain.SourceWindow || in.DrainSource == drain.SourceWindowCapped, unsent: t.unsent(),
 		rtt: t.srtt, minRTT: t.minRTT,
 	}
 	s.state = appTaking

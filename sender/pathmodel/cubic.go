@@ -67,8 +67,9 @@ func (c *cubic) onAck(t *tcp, now time.Duration, a ackInfo) {
 	c.avoid(t, now)
 }
 
-// hystart ends slow start when the round's smallest RTT rises above the
-// minimum by an eighth of it (clamped to 4..16 ms).
+// hystart ends slow start when the round's smallest RTT rises above
+// CUBIC's own minimum (of data segments, not the handshake) by an eighth
+// of it (clamped to 4..16 ms).
 func (c *cubic) hystart(t *tcp, rtt time.Duration) {
 	if c.hystartOff || c.w < hystartLow {
 		return
@@ -83,8 +84,8 @@ func (c *cubic) hystart(t *tcp, rtt time.Duration) {
 		c.roundN++
 		return
 	}
-	thresh := min(max(t.minRTT/8, hystartDelta), hystartMaxD)
-	if c.roundMin > t.minRTT+thresh {
+	thresh := min(max(t.ackMin/8, hystartDelta), hystartMaxD)
+	if c.roundMin > t.ackMin+thresh {
 		c.ssthresh = c.w
 		c.hystartOff = true
 	}
@@ -102,7 +103,7 @@ func (c *cubic) avoid(t *tcp, now time.Duration) {
 			c.origin = c.lastMax
 		}
 	}
-	tt := (now - c.epoch + t.minRTT).Seconds()
+	tt := (now - c.epoch + t.ackMin).Seconds()
 	target := c.origin + cubicC*math.Pow(tt-c.k, 3)
 	cnt := 100 * c.w
 	if target > c.w {

@@ -8,7 +8,8 @@
 //     transport invites a frame (the invitation rule is transport/tcp's
 //     Decide on the model's socket state), no more often than the rung's
 //     frame rate.
-//   - An encoder (EncoderModel): frame sizes around target/fps with
+//   - An encoder (EncoderModel): frame sizes around target/fps by
+//     temporal layer (L1T3's layers each the mean by default) with
 //     log-normal noise, keyframes at the start, on request and on a rung
 //     change, a large frame after a gap, rate control that follows a
 //     raised target over about a second, a saturation rate per rung and an
@@ -17,13 +18,15 @@
 //     every 200 ms) and a TCP sender: an unsent backlog, segments, cwnd, the
 //     ACK clock, SACK/RACK loss detection, tail-loss probes and RTO,
 //     Linux's delivery-rate sampling and application-limited marking, the
-//     smoothed RTT and minimum RTT, and cwnd validation. Two congestion
+//     smoothed RTT and minimum RTT (the handshake's round trip among them),
+//     and cwnd validation. Two congestion
 //     controls: CUBIC (slow start with HyStart, the cubic function, the
 //     Reno-friendly region, growth only while cwnd-limited) and BBR v1
 //     (STARTUP, DRAIN, the PROBE_BW gain cycle, PROBE_RTT, cwnd at twice
 //     the BDP, pacing at the bandwidth estimate times the gain).
-//   - The drain-rate estimate the controller sees: bytes delivered over
-//     windows of at least an SRTT, a windowed maximum (Estimator).
+//   - The drain-rate estimate the controller sees: the transport's own
+//     estimator (transport/drain) fed a reading at every ACK and write
+//     (Estimator).
 //   - The path: a bottleneck whose rate follows a schedule of steps, a
 //     drop-tail queue limited in bytes, optional random loss, and a base
 //     round trip (which may step too) split evenly between the directions.

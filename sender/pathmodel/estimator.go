@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"replenish/rate"
+	"replenish/transport/drain"
 )
 
 // Estimator selects how the model's drain-rate estimate treats
@@ -11,15 +12,19 @@ import (
 type Estimator int
 
 const (
-	// Sticky is the transport's estimator: bytes delivered over windows
-	// of at least one SRTT; the estimate is the windowed maximum over ten
-	// SRTTs, and an application-limited window enters only if it raises
-	// it, so that while the flow is application-limited the estimate keeps
-	// the last backlogged measurement.
+	// Sticky is the transport's estimator (transport/drain), fed a
+	// reading at every ACK and write: bytes delivered over windows of at
+	// least one SRTT and drain.DefaultMinAcks ACKs, the highest of the
+	// last ten SRTTs (or two windows), the newest path-limited window kept
+	// as a floor, bounded by cwnd over SRTT and the pacing rate. An
+	// application-limited window raises the estimate only when it is the
+	// highest, so that while the flow is application-limited the estimate
+	// keeps at least the last path-limited measurement.
 	Sticky Estimator = iota
-	// Decaying lets every window into the maximum, so that while the flow
-	// is application-limited the estimate falls to the flow's own rate
-	// within ten SRTTs. A controller must hold with either.
+	// Decaying lets every window of at least one SRTT into the maximum
+	// over ten SRTTs, with no floor, so that while the flow is
+	// application-limited the estimate falls to the flow's own rate within
+	// ten SRTTs. A controller must hold with either.
 	Decaying
 )
 
@@ -32,9 +37,10 @@ type rateSample struct {
 }
 
 // drainEstimator computes the model's drain rate from exact delivered
-// bytes, as the transport's estimator does from TCP_INFO.
+// bytes: the transport's own estimator (Sticky) or the decaying variant.
 type drainEstimator struct {
-	kind      Estimator
+	tr        *drain.Estimator // Sticky
+	last      drain.Estimate   // Sticky: after the latest reading
 	started   bool
 	winStart  time.Duration
 	winBytes  int64
@@ -45,9 +51,58 @@ type drainEstimator struct {
 	lastValid bool
 }
 
-// onAck takes the delivered-bytes counter after an ACK of a segment that
-// was (or was not) sent while application-limited.
-func (e *drainEstimator) onAck(now time.Duration, delivered int64, srtt time.Duration, app bool) {
+func newDrainEstimator(kind Estimator) drainEstimator {
+	if kind == Sticky {
+		return drainEstimator{tr: drain.New(drain.Config{})}
+	}
+	return drainEstimator{}
+}
+
+// read feeds the transport's estimator a reading of the TCP sender at now,
+// as the transport reads TCP_INFO (transport/tcp's SampleOf): every
+// segment counts as acknowledged on its own.
+func (e *drainEstimator) read(now time.Duration, t *tcp) {
+	if e.tr == nil {
+		return
+	}
+	e.last = e.tr.Add(drain.Sample{
+		At:         epoch.Add(now),
+		Delivered:  uint64(t.deliveredBytes),
+		Acks:       uint64(t.delivered),
+		InFlight:   int(t.sndNxt - t.deliveredBytes),
+		Backlogged: t.unsent() > 0,
+		Recovering: t.inRecovery || t.lossState,
+		SRTT:       t.srtt,
+		MinRTT:     t.minRTT,
+		Cwnd:       t.cc.cwnd() * mss,
+		PeerWindow: -1,
+		PacingRate: rate.FromBytesPerSecond(t.cc.pacingRate()),
+	})
+}
+
+// estimate returns the drain rate and its source for the invitation rule,
+// and whether it comes from application-limited windows.
+func (e *drainEstimator) estimate(t *tcp) (rate.Bitrate, drain.Source, bool) {
+	if e.tr != nil {
+		return e.last.Rate, e.last.Source, e.last.AppLimited
+	}
+	if r := e.rate(); r > 0 {
+		return r, drain.SourceMeasured, e.lastApp
+	}
+	if r, ok := drain.WindowRate(t.cc.cwnd()*mss, -1, t.srtt); ok {
+		return r, drain.SourceWindow, false
+	}
+	return 0, drain.SourceNone, false
+}
+
+// onAck takes the TCP sender's state after an ACK of a segment that was
+// (or was not) sent while application-limited.
+func (e *drainEstimator) onAck(now time.Duration, t *tcp, app bool) {
+	if e.tr != nil {
+		e.read(now, t)
+		return
+	}
+	delivered, srtt := t.deliveredBytes, t.srtt
 	if !e.started {
 		e.started, e.winStart, e.winBytes = true, now, delivered
 		return
@@ -58,9 +113,7 @@ func (e *drainEstimator) onAck(now time.Duration, delivered int64, srtt time.Dur
 	}
 	r := float64(delivered-e.winBytes) / (now - e.winStart).Seconds()
 	e.lastApp, e.lastValid = e.winApp, true
-	if e.kind == Decaying || !e.winApp || r >= e.est {
-		e.insert(now, r, estWindows*srtt)
-	}
+	e.insert(now, r, estWindows*srtt)
 	e.winStart, e.winBytes, e.winApp = now, delivered, false
 }
 

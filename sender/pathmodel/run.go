@@ -166,6 +166,7 @@ func newSim(cfg Config) *sim {
 	limit := max(cfg.Path.Rate.Bytes(cfg.Path.Queue), 2*(mss+tcpIPHeader))
 	s.link = link{sched: &s.sched, limit: limit}
 	s.tcp = &tcp{s: s}
+	s.tcp.handshake(s.sched.rttAt(0) + s.sched.rateAt(0).Duration(synBytes))
 	switch cfg.Path.CC {
 	case BBR:
 		b := newBBR(s.rng)
@@ -175,7 +176,7 @@ func newSim(cfg Config) *sim {
 		s.tcp.cc = c
 		s.tcp.slowStart = c.slowStart
 	}
-	s.est = drainEstimator{kind: cfg.Estimator}
+	s.est = newDrainEstimator(cfg.Estimator)
 	s.enc = encoder{m: cfg.Encoder, rng: rand.New(rand.NewPCG(cfg.Seed, 0xe2c)), srcFPS: cfg.FPS}
 	s.ctrl = cfg.NewController(cfg.Ladder, cfg.Start)
 	s.rung = s.ctrl.Rung()

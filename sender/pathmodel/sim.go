@@ -75,7 +75,7 @@ func (s *sim) take(now time.Duration) {
 		late = min(skipped, int((s.inv.at-s.lastWrite)/interval))
 	}
 	o := sender.Observation{
-		Now: epoch.Add(now), DrainRate: s.inv.drain, AppLimited: s.inv.appLimited, Unsent: s.inv.unsent,
+		Now: epoch.Add(now), DrainRate: s.inv.drain, WindowBound: s.inv.bound, AppLimited: s.inv.appLimited, Unsent: s.inv.unsent,
 		Skipped: skipped, Late: late, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT,
 		Encoded: s.prevVideo, Written: s.prevBytes, EncodeTime: s.prevEncode,
 	}
@@ -114,6 +114,7 @@ func (s *sim) onWrite(now time.Duration) {
 	s.offsets = append(s.offsets, span{start, start + int64(p.bytes)})
 	s.prevBytes, s.prevVideo, s.prevEncode, s.prevKey = p.bytes, p.f.Video, p.f.Encode, p.f.Key
 	s.state, s.lastWrite = appWaiting, now
+	s.est.read(now, s.tcp) // the transport reads TCP_INFO before every write
 	s.tcp.write(now, p.bytes)
 	s.checkInvite(now)
 }

@@ -10,6 +10,7 @@ import (
 const (
 	mss         = 1448          // payload bytes of a full segment (Ethernet, TCP timestamps)
 	tcpIPHeader = 52            // IPv4 and TCP headers with timestamps, per segment
+	synBytes    = 60            // a SYN-ACK: IPv4 and TCP headers with MSS, SACK, timestamp and window-scale options
 	hostRate    = 1 * rate.Gbps // the sender's own interface
 	initCwnd    = 10            // segments
 	minRTO      = 200 * time.Millisecond
@@ -79,6 +80,7 @@ type tcp struct {
 	appLimitedUntil int64
 
 	srtt, rttvar, minRTT time.Duration
+	ackMin               time.Duration // the smallest RTT of a data segment (CUBIC's delay_min)
 
 	inRecovery  bool
 	lossState   bool // recovering after a retransmission timeout
