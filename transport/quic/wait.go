@@ -116,7 +116,13 @@ func (c *Conn) readFeedback() {
 	for {
 		s, err := c.qc.AcceptUniStream(ctx)
 		if err != nil {
-			c.fail(fmt.Errorf("quic: connection ended: %w", context.Cause(ctx)))
+			// The connection's context may not be done yet when the
+			// accept returns its close error: then that error says why.
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = err
+			}
+			c.fail(fmt.Errorf("quic: connection ended: %w", cause))
 			return
 		}
 		if err := c.readFeedbackStream(s); err != nil {
