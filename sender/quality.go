@@ -619,7 +619,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	// is the better estimate unless the queue's growth says the path is
 	// well below it (it slowed, and the windowed maximum remembers).
 	est := sent.Scale(1 / (1 + max(slope, 0)))
-	if d := o.DrainRate; d > 0 && !o.WindowBound && est >= d.Scale(drainTrust) {
+	if d := measured(o); d > 0 && est >= d.Scale(drainTrust) {
 		est = d
 	} else {
 		est = sent.Scale(1 / (1 + lagFactor*max(slope, 0)))
@@ -656,8 +656,8 @@ func (c *Controller) transportLimited(o Observation) {
 		return
 	}
 	c.rate = c.rate.Scale(skipStep)
-	if o.DrainRate > 0 && !o.WindowBound {
-		c.rate = min(c.rate, o.DrainRate.Scale(cruiseGain))
+	if d := measured(o); d > 0 {
+		c.rate = min(c.rate, d.Scale(cruiseGain))
 	}
 	c.lastCut = o.Now
 	if c.phase == probing || c.phase == starting {
