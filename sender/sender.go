@@ -21,7 +21,6 @@ import (
 	"replenish/metrics"
 	"replenish/rate"
 	"replenish/transport"
-	"replenish/transport/drain"
 )
 
 // Transport carries frames to a viewer. The sender drives it from one
@@ -372,7 +371,7 @@ func (s *Sender) nextFrame(ctx context.Context, notBefore time.Time) (*media.Fra
 func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, sk skips, discarded int) error {
 	now := time.Now()
 	d := s.ctrl.Update(Observation{
-		Now: now, DrainRate: inv.DrainRate, WindowBound: windowBound(inv.Drain.Estimate.Source), AppLimited: inv.AppLimited, Unsent: inv.Unsent,
+		Now: now, DrainRate: inv.DrainRate, WindowBound: inv.Drain.Estimate.Source.WindowBound(), AppLimited: inv.AppLimited, Unsent: inv.Unsent,
 		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
 	})
@@ -580,10 +579,4 @@ func (s *Sender) Status() Status {
 	st.ClockOffset = time.Duration(s.offset.Load())
 	st.ReportsDropped = s.reportLim
 	return st
-}
-
-// windowBound says an estimate of this source is the window's bound, not a
-// measurement (Observation.WindowBound).
-func windowBound(s drain.Source) bool {
-	return s == drain.SourceWindow || s == drain.SourceWindowCapped
 }

@@ -5,7 +5,6 @@ import (
 
 	"replenish/framer"
 	"replenish/rate"
-	"replenish/transport/drain"
 	rule "replenish/transport/tcp"
 )
 
@@ -109,7 +108,7 @@ func (s *sim) checkInvite(now time.Duration) {
 		return
 	}
 	s.inv = invitation{
-		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource == drain.SourceWindow || in.DrainSource == drain.SourceWindowCapped, unsent: t.unsent(),
+		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource.WindowBound(), unsent: t.unsent(),
 		rtt: t.srtt, minRTT: t.minRTT,
 	}
 	s.state = appTaking

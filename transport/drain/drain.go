@@ -162,6 +162,13 @@ func (s Source) String() string {
 	return "Source(" + strconv.Itoa(int(s)) + ")"
 }
 
+// WindowBound says an estimate of this source is only the window's bound,
+// min(cwnd, peer window) per smoothed round trip, not a measurement of the
+// path: none has been measured yet (SourceWindow), or the bound is below
+// the measurement for now (SourceWindowCapped: a stall, such as BBR's
+// PROBE_RTT or loss recovery, shrinks the window for a moment).
+func (s Source) WindowBound() bool { return s == SourceWindow || s == SourceWindowCapped }
+
 // MarshalText returns String's form, so that a Source is a string in JSON.
 func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 

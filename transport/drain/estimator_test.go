@@ -268,6 +268,15 @@ func TestEstimatorBounded(t *testing.T) {
 	}
 }
 
+func TestSourceWindowBound(t *testing.T) {
+	for s := SourceNone; s <= SourceStack; s++ {
+		want := s == SourceWindow || s == SourceWindowCapped
+		if got := s.WindowBound(); got != want {
+			t.Errorf("%v.WindowBound() = %v, want %v", s, got, want)
+		}
+	}
+}
+
 func TestSourceText(t *testing.T) {
 	for s, want := range map[Source]string{SourceNone: "none", SourceWindow: "window", SourceMeasured: "measured",
 		SourceWindowCapped: "window-capped", SourcePacingCapped: "pacing-capped", SourceStack: "stack", Source(42): "Source(42)"} {
