@@ -110,8 +110,8 @@ const (
 // reportEvery is the shortest time between two timing reports. A report is
 // 34 bytes and 32 more per frame: sent with every frame it would cost
 // 66 bytes a frame, 8% of a 100 kb/s link at 15 fps; batched over 200 ms
-// (three to six frames), about half that. The viewer joins timings to
-// frames whenever they arrive.
+// (three to six frames), about half that, and reportShare bounds the rest.
+// The viewer joins timings to frames whenever they arrive.
 const reportEvery = 200 * time.Millisecond
 
 // Sender encodes and sends one stream. Its methods are safe for concurrent
@@ -465,7 +465,8 @@ func (s *Sender) takeKeyframe(now time.Time) bool {
 
 // controlLocked returns the RTCP packets to send ahead of the next frame: the
 // stream's name now and then, and the timings of frames that have left, at
-// most every reportEvery (at once on a new connection).
+// most every reportEvery and within reportShare of the target (at once on a
+// new connection).
 func (s *Sender) controlLocked(now time.Time, inv transport.Invitation) [][]byte {
 	var pkts [][]byte
 	if s.lastSDES.IsZero() || now.Sub(s.lastSDES) >= sdesInterval {
@@ -476,14 +477,17 @@ func (s *Sender) controlLocked(now time.Time, inv transport.Invitation) [][]byte
 			s.log.Warn("stream name not sent", "err", err)
 		}
 	}
-	due := s.lastRep.IsZero() || now.Sub(s.lastRep) >= reportEvery || len(s.report) >= maxReport/2
-	if len(s.report) > 0 && due {
+	due, keep := len(s.report) > 0, len(s.report)
+	if !s.lastRep.IsZero() {
+		due, keep = ReportPlan(now.Sub(s.lastRep), s.status.Target, len(s.report))
+	}
+	if due {
 		s.lastRep = now
 		r := framer.SenderReport{
 			ClockOffset: time.Duration(s.offset.Load()),
 			DrainRate:   inv.DrainRate,
 			Target:      s.status.Target,
-			Frames:      s.report,
+			Frames:      sampleOf(s.report, keep),
 		}
 		if p, err := r.Marshal(s.ssrc); err == nil {
 			pkts = append(pkts, p)

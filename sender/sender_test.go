@@ -206,13 +206,14 @@ func reportedFrames(ctrl []rtcp.Packet) int {
 }
 
 // TestReportsBatched checks that timing reports go out at most every
-// reportEvery, with every timing gathered since: the first at once, the
-// frames of the next 200 ms together.
+// reportEvery, with every timing gathered since (at 2 Mb/s every timing
+// fits reportShare): the first at once, the frames of the next 200 ms
+// together.
 func TestReportsBatched(t *testing.T) {
-	bubble(t, Config{Mode: "replenish=15ms"}, func(s *Sender, src *media.Source, f *fakeTransport) {
+	bubble(t, Config{Mode: "default", Start: 2 * rate.Mbps, MaxSize: media.Size{W: 1280, H: 720}}, func(s *Sender, src *media.Source, f *fakeTransport) {
 		write := func() {
 			t.Helper()
-			f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps}
+			f.invite <- transport.Invitation{}
 			synctest.Wait()
 			w := f.writes[len(f.writes)-1]
 			now := time.Now()

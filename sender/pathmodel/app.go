@@ -5,6 +5,7 @@ import (
 
 	"replenish/framer"
 	"replenish/rate"
+	"replenish/sender"
 	rule "replenish/transport/tcp"
 )
 
@@ -13,8 +14,8 @@ import (
 // header (28 with the abs-capture-time extension, on a frame's first
 // packet), a 4-byte VP8 descriptor and 2 bytes of RFC 4571 framing. The
 // sender's timing report (an RTCP APP packet with framing: 34 bytes and 32
-// a frame) rides on the first write at least reportEvery after the last
-// one, with the frames written since.
+// a frame) rides on the first write that sender.ReportPlan finds it due,
+// with as many of the frames written since as the plan allows.
 const (
 	rtpPacket      = framer.DefaultRTPPacketSize
 	rtpHeader      = 12 + 4
@@ -37,12 +38,17 @@ func writeBytes(n int) int {
 	return n + pkts*perPktOverhead + captureExt
 }
 
-// reportBytes returns the timing report's bytes on a write at now, and
-// counts the frame written then as one to report.
-func (s *sim) reportBytes(now time.Duration) int {
+// reportBytes returns the timing report's bytes on a write at now with the
+// encoder's target at target, and counts the frame written then as one to
+// report.
+func (s *sim) reportBytes(now time.Duration, target rate.Bitrate) int {
+	due, keep := s.unreported > 0, s.unreported
+	if s.reported {
+		due, keep = sender.ReportPlan(now-s.lastReport, target, s.unreported)
+	}
 	n := 0
-	if s.unreported > 0 && (!s.reported || now-s.lastReport >= reportEvery) {
-		n = reportHeader + s.unreported*reportEntry
+	if due {
+		n = reportHeader + keep*reportEntry
 		s.reported, s.lastReport, s.unreported = true, now, 0
 	}
 	s.unreported++

@@ -247,19 +247,30 @@ func TestDrainEstimator(t *testing.T) {
 }
 
 // TestReportBytes checks the timing report's share of the writes: none on
-// the first write, the first frame's on the second, then every frame
-// written since on the first write at least reportEvery later.
+// the first write, the first frame's on the second, then at 2 Mb/s every
+// frame written since on the first write at least reportEvery later, and
+// at 100 kb/s one frame's every half second or so.
 func TestReportBytes(t *testing.T) {
-	var s sim
-	var got []int
-	for k := range 8 {
-		got = append(got, s.reportBytes(time.Duration(k)*time.Second/15))
-	}
-	// Writes at 0, 67, 133, 200, 267 ms...: the second reports one frame;
-	// the fifth (267 ms, 200 ms after the second) the three since.
 	h, e := reportHeader, reportEntry
-	want := []int{0, h + e, 0, 0, h + 3*e, 0, 0, h + 3*e}
-	if !slices.Equal(got, want) {
-		t.Errorf("report bytes per write %v, want %v", got, want)
+	for _, tc := range []struct {
+		target rate.Bitrate
+		want   []int
+	}{
+		// Writes at 0, 67, 133, 200, 267 ms...: the second reports one
+		// frame; the fifth (267 ms, 200 ms after the second) the three
+		// since.
+		{2 * rate.Mbps, []int{0, h + e, 0, 0, h + 3*e, 0, 0, h + 3*e, 0, 0, h + 3*e}},
+		// 1% of 100 kb/s has room for one timing after 528 ms: the
+		// tenth write, 533 ms after the second.
+		{100 * rate.Kbps, []int{0, h + e, 0, 0, 0, 0, 0, 0, 0, h + e, 0}},
+	} {
+		var s sim
+		var got []int
+		for k := range len(tc.want) {
+			got = append(got, s.reportBytes(time.Duration(k)*time.Second/15, tc.target))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%v: report bytes per write %v, want %v", tc.target, got, tc.want)
+		}
 	}
 }

@@ -99,7 +99,7 @@ func (s *sim) take(now time.Duration) {
 			Capture: s.capture(k), Taken: now, Write: now + et, LeftHost: -1, Received: -1,
 			Key: key, Rung: s.latestRung, Target: d.Bitrate, Skipped: skipped, Video: n, Encode: et,
 		},
-		bytes: writeBytes(n) + s.reportBytes(now+et),
+		bytes: writeBytes(n) + s.reportBytes(now+et, d.Bitrate),
 	}
 	s.q.push(now+et, evWrite, 0)
 }
