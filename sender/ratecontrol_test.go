@@ -138,9 +138,15 @@ var shortfalls = map[string]limit{
 	"bbr,5M,172ms,q100ms": {util: 0.57, why: []string{"utilization 0.53, 0.65, 0.68 (shortfall)"}},
 	"bbr,4M,172ms,halve-double": {util: 0.65, doubling: 12 * time.Second,
 		why: []string{"utilization 0.60, 0.61, 0.75, a fifth of it at 320x180; doubling found in 7.2, 7.5, 11.8 s (shortfall)"}},
-	"random3,bbr,12.2M,123ms,q293ms,loss0.005": {util: 0.48, why: []string{"utilization 0.43 to 0.73 (shortfall)"}},
-	"bbr,1M,172ms,q500ms":                      {util: 0.85, why: []string{"utilization 0.80 to 0.84, part of it at 320x180 (shortfall)"}},
-	"bbr,2M,172ms,q50ms":                       {util: 0.72, why: []string{"utilization 0.67 to 0.81, up to a fifth of it at 320x180 (shortfall)"}},
+	// A lost segment holds every frame behind it for a round trip (123 ms)
+	// until its retransmission arrives.
+	"random3,bbr,12.2M,123ms,q293ms,loss0.005": {util: 0.48, p50: 15 * time.Millisecond,
+		why: []string{"utilization 0.43 to 0.73; capture to received p50 16 to 39 ms above the floor, over 25 in 10 to 11 of 15 runs (shortfall)"}},
+	// After the round trip quadruples, about half the runs drop to
+	// 640x360 or 320x180 for the rest of the run.
+	"cubic,3M,80ms,rtt-x4": {util: 0.74, why: []string{"utilization 0.75 to 0.95, under 0.86 in 7 or 8 of 15 runs (shortfall)"}},
+	"bbr,1M,172ms,q500ms":  {util: 0.85, why: []string{"utilization 0.80 to 0.84, part of it at 320x180 (shortfall)"}},
+	"bbr,2M,172ms,q50ms":   {util: 0.72, why: []string{"utilization 0.67 to 0.81, up to a fifth of it at 320x180 (shortfall)"}},
 	"random7,bbr,1.6M,230ms,q79ms,loss0.005": {util: 0.81,
 		why: []string{"utilization 0.75 to 0.81, part of it at 320x180 (shortfall)"}},
 	"bbr,1M,300ms,halve-double": {p95: 25 * time.Millisecond,
@@ -234,7 +240,7 @@ type broken struct {
 // outcome turns on where its probes happen to fall against the steps
 // and the losses; a controller that holds only on the seed it was tuned
 // on is not done.
-const seeds = 5
+const seeds = 15
 
 func TestRateControlOnPaths(t *testing.T) {
 	if raceEnabled {

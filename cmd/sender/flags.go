@@ -73,7 +73,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.fps, "fps", 30, "source frame rate in frames per second (1-120)")
 	fs.StringVar(&r.maxRes, "max-res", "1280x720", "largest resolution to send, `WxH`, one of the ladder's sizes: "+ladderSizes())
 	fs.StringVar(&r.layers, "layers", "L1T3", "temporal `layers`: L1T3 (three, so that a relay can drop the upper ones for a slow page) or L1T1 (none)")
-	fs.IntVar(&o.rtpSize, "rtp-size", framer.DefaultRTPPacketSize, "largest RTP packet in `bytes`, header included: up to 1200 over WebRTC (each packet a UDP datagram), up to 65535 over TCP and QUIC streams")
+	fs.IntVar(&o.rtpSize, "rtp-size", 0, "largest RTP packet in `bytes`, header included (default the transport's largest: 65535 over TCP and QUIC streams, 1200 over WebRTC, each packet a UDP datagram)")
 	fs.BoolVar(&o.verbose, "v", false, "log debug messages")
 	fs.BoolVar(&o.status, "status", true, "print a live status line")
 	fs.StringVar(&o.records, "records", "", "write one JSON line per frame sent to this `file` (for experiments)")
@@ -111,6 +111,9 @@ func (o *options) check(r rawFlags) error {
 	}
 	if o.fps < 1 || o.fps > 120 {
 		return fmt.Errorf("-fps %d: want 1 to 120", o.fps)
+	}
+	if !r.set["rtp-size"] {
+		o.rtpSize = o.maxRTPSize()
 	}
 	if maxSize := o.maxRTPSize(); o.rtpSize < minRTPSize || o.rtpSize > maxSize {
 		return fmt.Errorf("-rtp-size %d: want %d to %d bytes over %s", o.rtpSize, minRTPSize, maxSize, o.transport)

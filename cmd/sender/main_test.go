@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"replenish/framer"
 	"replenish/internal/certs"
 	"replenish/media"
 	"replenish/transport"
@@ -25,6 +26,7 @@ func TestParseFlags(t *testing.T) {
 		nagle   bool
 		maxRes  media.Size
 		layers  string // "" means the default, L1T3
+		rtpSize int    // 0 means the default over TCP and QUIC, 65535
 		wantErr string
 	}{
 		{name: "defaults", args: nil, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
@@ -50,7 +52,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "bad bitrate", args: []string{"-bitrate", "fast"}, wantErr: "-bitrate"},
 		{name: "tiny bitrate", args: []string{"-bitrate", "1kbit"}, wantErr: "-bitrate"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected"},
-		{name: "large RTP packets over TCP", args: []string{"-rtp-size", "16384"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "datagram-sized RTP packets over TCP", args: []string{"-rtp-size", "1200"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}, rtpSize: 1200},
 		{name: "RTP packets too small", args: []string{"-rtp-size", "50"}, wantErr: "-rtp-size"},
 		{name: "RTP packets too large", args: []string{"-rtp-size", "70000"}, wantErr: "-rtp-size"},
 		{name: "RTP packets over WebRTC above a datagram", args: []string{"-transport", "webrtc", "-to", "http://127.0.0.1:8080/whip", "-rtp-size", "1500"}, wantErr: "-rtp-size"},
@@ -64,11 +66,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "tcp expire", args: []string{"-mode", "expire=1s"}, wantErr: "QUIC mode"},
 		{name: "tcp pin", args: []string{"-pin", pin}, wantErr: "-transport quic"},
 		{name: "unknown transport", args: []string{"-transport", "sctp"}, wantErr: "tcp, quic or webrtc"},
-		{name: "webrtc", args: []string{"-transport", "webrtc", "-to", "http://127.0.0.1:8080/whip"}, mode: "default", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "webrtc", args: []string{"-transport", "webrtc", "-to", "http://127.0.0.1:8080/whip"}, mode: "default", maxRes: media.Size{W: 1280, H: 720}, rtpSize: 1200},
 		{name: "webrtc host:port", args: []string{"-transport", "webrtc", "-to", "127.0.0.1:8080"}, wantErr: "WHIP URL"},
 		{name: "webrtc with a mode", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-mode", "default"}, wantErr: "no -mode"},
 		{name: "webrtc bad probe", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-probe", "h"}, wantErr: "-probe"},
-		{name: "webrtc https pinned", args: []string{"-transport", "webrtc", "-to", "https://h:8080/whip", "-pin", pin}, mode: "default", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "webrtc https pinned", args: []string{"-transport", "webrtc", "-to", "https://h:8080/whip", "-pin", pin}, mode: "default", maxRes: media.Size{W: 1280, H: 720}, rtpSize: 1200},
 		{name: "webrtc pin over http", args: []string{"-transport", "webrtc", "-to", "http://h/whip", "-pin", pin}, wantErr: "https:// WHIP URL"},
 		{name: "webrtc bad pin", args: []string{"-transport", "webrtc", "-to", "https://h/whip", "-pin", "sha256:00"}, wantErr: "-pin"},
 		{name: "webrtc pin and ca", args: []string{"-transport", "webrtc", "-to", "https://h/whip", "-pin", pin, "-ca", "x.pem"}, wantErr: "not both"},
@@ -91,6 +93,9 @@ func TestParseFlags(t *testing.T) {
 			}
 			if want := cmp.Or(tc.layers, "L1T3"); o.layers.String() != want {
 				t.Fatalf("layers %v, want %s", o.layers, want)
+			}
+			if want := cmp.Or(tc.rtpSize, framer.MaxPacketSize); o.rtpSize != want {
+				t.Fatalf("RTP packets of at most %d bytes, want %d", o.rtpSize, want)
 			}
 		})
 	}

@@ -10,14 +10,15 @@ import (
 )
 
 // Packet overhead the sender adds to a frame's VP8 bytes (framer): each RTP
-// packet of at most framer.DefaultRTPPacketSize bytes carries a 12-byte
+// packet of at most framer.MaxPacketSize bytes (the sender's default over
+// TCP) carries a 12-byte
 // header (28 with the abs-capture-time extension, on a frame's first
 // packet), a 4-byte VP8 descriptor and 2 bytes of RFC 4571 framing. The
 // sender's timing report (an RTCP APP packet with framing: 34 bytes and 32
 // a frame) rides on the first write that sender.ReportPlan finds it due,
 // with as many of the frames written since as the plan allows.
 const (
-	rtpPacket      = framer.DefaultRTPPacketSize
+	rtpPacket      = framer.MaxPacketSize
 	rtpHeader      = 12 + 4
 	captureExt     = 16
 	rtpFraming     = 2
