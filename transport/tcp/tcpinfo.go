@@ -180,11 +180,21 @@ func ParseInfo(raw []byte) (Info, error) {
 	if m := u32(148); m != math.MaxUint32 {
 		i.MinRTT = time.Duration(m) * time.Microsecond
 	}
+	i.decodeNewer(raw)
+	return i, nil
+}
+
+// decodeNewer decodes the fields of struct tcp_info that newer kernels
+// append after MinInfoLen, those that raw is long enough to hold.
+func (i *Info) decodeNewer(raw []byte) {
+	u32 := func(off int) uint32 { return ne.Uint32(raw[off:]) }
+	u64 := func(off int) uint64 { return ne.Uint64(raw[off:]) }
+	usec64 := func(off int) time.Duration { return time.Duration(u64(off)) * time.Microsecond }
 	n := len(raw)
 	if n >= offBusyTime+24 {
-		i.BusyTime = time.Duration(u64(offBusyTime)) * time.Microsecond
-		i.RwndLimited = time.Duration(u64(offBusyTime+8)) * time.Microsecond
-		i.SndbufLimited = time.Duration(u64(offBusyTime+16)) * time.Microsecond
+		i.BusyTime = usec64(offBusyTime)
+		i.RwndLimited = usec64(offBusyTime + 8)
+		i.SndbufLimited = usec64(offBusyTime + 16)
 	}
 	if n >= offDelivered+8 {
 		i.Delivered = u32(offDelivered)
@@ -200,10 +210,10 @@ func ParseInfo(raw []byte) (Info, error) {
 		i.RcvOOOPack = u32(offDSACKDups + 8)
 	}
 	if n >= offSndWnd+4 {
-		i.SndWnd = count(offSndWnd)
+		i.SndWnd = int(u32(offSndWnd))
 	}
 	if n >= offRcvWnd+4 {
-		i.RcvWnd = count(offRcvWnd)
+		i.RcvWnd = int(u32(offRcvWnd))
 	}
 	if n >= offRehash+4 {
 		i.Rehash = u32(offRehash)
@@ -211,9 +221,8 @@ func ParseInfo(raw []byte) (Info, error) {
 	if n >= maxInfoLenUsed {
 		i.TotalRTO = ne.Uint16(raw[offTotalRTO:])
 		i.TotalRTORecoveries = ne.Uint16(raw[offTotalRTO+2:])
-		i.TotalRTOTime = msec(offTotalRTO + 4)
+		i.TotalRTOTime = time.Duration(u32(offTotalRTO+4)) * time.Millisecond
 	}
-	return i, nil
 }
 
 // kernelRate converts a kernel rate in bytes per second, where ~0 means
