@@ -26,13 +26,16 @@ var (
 // Frame is one complete VP8 frame reassembled from RTP packets.
 type Frame struct {
 	SSRC      uint32
-	Timestamp uint32    // RTP timestamp, 90 kHz
-	Capture   time.Time // from abs-capture-time; zero if absent
-	Key       bool      // VP8 keyframe
-	Width     int       // pixels, from the keyframe header; 0 for delta frames
-	Height    int       // pixels, from the keyframe header; 0 for delta frames
-	Data      []byte    // the VP8 frame; owned by the caller
-	Packets   int       // RTP packets the frame came in
+	Timestamp uint32 // RTP timestamp, 90 kHz
+	// Capture is the frame's abs-capture-time, or one extrapolated from
+	// the last the stream carried by the RTP timestamps, if that is at most
+	// CaptureTimeMaxAge away; zero if neither.
+	Capture time.Time
+	Key     bool   // VP8 keyframe
+	Width   int    // pixels, from the keyframe header; 0 for delta frames
+	Height  int    // pixels, from the keyframe header; 0 for delta frames
+	Data    []byte // the VP8 frame; owned by the caller
+	Packets int    // RTP packets the frame came in
 	// FirstSeq is the RTP sequence number of the frame's first packet; its
 	// packets are numbered FirstSeq to FirstSeq+Packets-1 (modulo 2^16).
 	FirstSeq uint16
@@ -80,7 +83,39 @@ type Assembler struct {
 	packets  int
 	buf      []byte
 	lastLen  int // size of the previous complete frame, to size buf
+
+	stamp captureStamp // the last capture time received
 }
+
+// captureStamp is the last abs-capture-time a stream carried, from which the
+// capture times of frames without one are extrapolated (the extension's
+// "timestamp interpolation"; the Packetizer leaves it out where that is
+// exact).
+type captureStamp struct {
+	ok      bool
+	ssrc    uint32
+	ts      uint32
+	capture time.Time
+}
+
+// resolve returns got, the capture time a frame of stream ssrc with RTP
+// timestamp ts carried, and remembers it; if got is zero, the capture time
+// extrapolated from the last one remembered, or zero if there is none for
+// ssrc within CaptureTimeMaxAge.
+func (c *captureStamp) resolve(ssrc, ts uint32, got time.Time) time.Time {
+	if !got.IsZero() {
+		*c = captureStamp{true, ssrc, ts, got}
+		return got
+	}
+	d := int64(int32(ts - c.ts)) // RTP timestamps wrap
+	if !c.ok || ssrc != c.ssrc || d > maxAgeTicks || d < -maxAgeTicks {
+		return time.Time{}
+	}
+	return c.capture.Add(ticksDuration(d))
+}
+
+// maxAgeTicks is CaptureTimeMaxAge in 90 kHz ticks.
+const maxAgeTicks = int64(CaptureTimeMaxAge / time.Second * ClockRate)
 
 // NewAssembler returns an Assembler that discards frames larger than
 // maxFrameSize bytes (0 means DefaultMaxFrameSize). It never holds more
@@ -121,6 +156,7 @@ func (a *Assembler) Push(pkt []byte) (*Frame, error) {
 			a.stats.BadPackets++
 			return nil, err
 		}
+		capture = a.stamp.resolve(h.SSRC, h.Timestamp, capture)
 	}
 
 	if a.active && (h.SSRC != a.ssrc || h.SequenceNumber != a.lastSeq+1 || h.Timestamp != a.ts || start) {

@@ -92,13 +92,12 @@ type PacketizerConfig struct {
 
 // Packetizer splits VP8 frames into RTP packets (RFC 7741) of one stream.
 // Sequence numbers continue across frames, RTP timestamps follow the
-// capture times at 90 kHz, and the first packet of each frame carries the
-// capture time in the abs-capture-time header extension (16 bytes: on every
-// packet it would cost 1.3% of a stream of full-size packets; a receiver
-// needs it once a frame, and libwebrtc sends it no more often). Each
-// packet's VP8 payload descriptor carries a 15-bit PictureID, one more at
-// each frame, and the frame's temporal layer if it has one. A Packetizer is not safe for concurrent
-// use.
+// capture times at 90 kHz, and the first packet of a frame carries the
+// capture time in the abs-capture-time header extension when a receiver
+// could not interpolate it from the RTP timestamps (see CaptureTimeEvery).
+// Each packet's VP8 payload descriptor carries a 15-bit PictureID, one more
+// at each frame, and the frame's temporal layer if it has one. A Packetizer
+// is not safe for concurrent use.
 type Packetizer struct {
 	cfg       PacketizerConfig
 	pictureID uint16 // of the next frame
@@ -110,6 +109,42 @@ type Packetizer struct {
 	anchorTicks   int64
 	lastCapture   time.Time // capture time of the previous frame
 	lastTicks     int64     // ticks of the previous frame
+
+	stamped      bool      // a frame carried the capture time
+	stampCapture time.Time // the capture time it carried
+	stampTicks   int64     // and its ticks
+}
+
+// The abs-capture-time extension's "timestamp interpolation": a receiver
+// keeps the last capture time it received with its RTP timestamp and
+// extrapolates the capture time of frames without one from their RTP
+// timestamps. The extension is 16 bytes a frame: 1.9% of a 100 kb/s link
+// at 15 fps, 0.8% at 500 kb/s and 30 fps. As libwebrtc's sender does, the
+// Packetizer sends it at least every CaptureTimeEvery and whenever the
+// extrapolation would be off by more than CaptureTimeError; and on every
+// keyframe, where a receiver starts, and only on base-layer frames
+// otherwise, which a relay that drops upper temporal layers keeps.
+const (
+	CaptureTimeEvery = time.Second
+	CaptureTimeError = time.Millisecond
+	// CaptureTimeMaxAge is the oldest capture time a receiver
+	// extrapolates from (libwebrtc's receiver: 5 s).
+	CaptureTimeMaxAge = 5 * time.Second
+)
+
+// captureTimeDue reports whether the next frame, captured at capture with
+// RTP ticks ticks, of layer layer and a keyframe if key, carries its
+// capture time.
+func (p *Packetizer) captureTimeDue(capture time.Time, ticks int64, layer Layer, key bool) bool {
+	if !p.stamped || key {
+		return true
+	}
+	guess := p.stampCapture.Add(ticksDuration(ticks - p.stampTicks))
+	if d := capture.Sub(guess); d > CaptureTimeError || d < -CaptureTimeError {
+		return true
+	}
+	base := !layer.Present || layer.TID == 0
+	return base && capture.Sub(p.stampCapture) >= CaptureTimeEvery
 }
 
 // NewPacketizer returns a Packetizer for cfg. The first sequence number and
@@ -178,6 +213,10 @@ func (p *Packetizer) PacketizeLayer(frame []byte, capture time.Time, layer Layer
 	}
 
 	ticks := p.ticks(capture)
+	stamp := p.captureTimeDue(capture, ticks, layer, frame[0]&1 == 0) // VP8's P bit: 0 on a keyframe
+	if !stamp {
+		first, firstSize = rest, restSize
+	}
 	first.Timestamp = p.tsBase + uint32(ticks)
 	rest.Timestamp = first.Timestamp
 	desc := p.descriptor(layer)
@@ -213,6 +252,9 @@ func (p *Packetizer) PacketizeLayer(frame []byte, capture time.Time, layer Layer
 	p.seq += uint16(n)
 	p.pictureID = (p.pictureID + 1) & picIDMax
 	p.commitTicks(capture, ticks)
+	if stamp {
+		p.stamped, p.stampCapture, p.stampTicks = true, capture, ticks
+	}
 	return pkts, first.Timestamp, nil
 }
 
@@ -276,6 +318,11 @@ func (p *Packetizer) commitTicks(capture time.Time, ticks int64) {
 	p.started = true
 	p.lastCapture = capture
 	p.lastTicks = ticks
+}
+
+// ticksDuration converts 90 kHz ticks to a duration, rounding toward zero.
+func ticksDuration(t int64) time.Duration {
+	return time.Duration(t/ClockRate)*time.Second + time.Duration(t%ClockRate)*time.Second/ClockRate
 }
 
 // durationTicks converts d to 90 kHz ticks, rounding toward zero.

@@ -11,16 +11,15 @@ import (
 
 // Packet overhead the sender adds to a frame's VP8 bytes (framer): each RTP
 // packet of at most framer.MaxPacketSize bytes (the sender's default over
-// TCP) carries a 12-byte
-// header (28 with the abs-capture-time extension, on a frame's first
-// packet), a 4-byte VP8 descriptor and 2 bytes of RFC 4571 framing. The
+// TCP) carries a 12-byte header (28 with the abs-capture-time extension, on
+// the first packet of a keyframe and of a frame a second), a 4-byte VP8
+// descriptor and 2 bytes of RFC 4571 framing. The
 // sender's timing report (an RTCP APP packet with framing: 34 bytes and 32
 // a frame) rides on the first write that sender.ReportPlan finds it due,
 // with as many of the frames written since as the plan allows.
 const (
 	rtpPacket      = framer.MaxPacketSize
 	rtpHeader      = 12 + 4
-	captureExt     = 16
 	rtpFraming     = 2
 	reportHeader   = 34
 	reportEntry    = 32
@@ -28,15 +27,16 @@ const (
 	bitrateStep    = 0.05 // the sender keeps the encoder's target within 5%
 	minKeyGap      = 500 * time.Millisecond
 	videoPerPkt    = rtpPacket - rtpHeader
-	videoFirst     = videoPerPkt - captureExt
 	perPktOverhead = rtpHeader + rtpFraming
 )
 
 // writeBytes returns the bytes the sender writes for a frame of n VP8
-// bytes, without the timing report.
+// bytes, without the timing report and the capture time, which only
+// keyframes and a frame a second carry (framer.CaptureTimeEvery): half a
+// byte a frame at 30 fps.
 func writeBytes(n int) int {
-	pkts := 1 + (max(n-videoFirst, 0)+videoPerPkt-1)/videoPerPkt
-	return n + pkts*perPktOverhead + captureExt
+	pkts := 1 + (max(n-videoPerPkt, 0)+videoPerPkt-1)/videoPerPkt
+	return n + pkts*perPktOverhead
 }
 
 // reportBytes returns the timing report's bytes on a write at now with the
