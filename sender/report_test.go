@@ -6,9 +6,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pion/rtcp"
-
-	"replenish/framer"
 	"replenish/media"
 	"replenish/rate"
 	"replenish/transport"
@@ -92,14 +89,10 @@ func TestReportsWithinShare(t *testing.T) {
 		_, ctrl := f.frames(t)
 		var bytes, reports, timings int
 		for _, c := range ctrl[1:] { // the first report, on connecting, is not held to the share
-			for _, p := range c {
-				if app, ok := p.(*rtcp.ApplicationDefined); ok {
-					if rep, _ := framer.ParseSenderReport(app); rep != nil {
-						reports++
-						timings += len(rep.Frames)
-						bytes += reportBaseBytes + reportEntryBytes*len(rep.Frames)
-					}
-				}
+			if rep := reportIn(c); rep != nil {
+				reports++
+				timings += len(rep.Frames)
+				bytes += reportBaseBytes + reportEntryBytes*len(rep.Frames)
 			}
 		}
 		target := s.Status().Target

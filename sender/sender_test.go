@@ -194,15 +194,24 @@ func TestFreshestFrameAndKeyframes(t *testing.T) {
 	})
 }
 
-// reportedFrames returns the number of frame timings in a write's timing
-// report, or -1 if it carries none.
-func reportedFrames(ctrl []rtcp.Packet) int {
+// reportIn returns the timing report among a write's control packets, or
+// nil if it carries none.
+func reportIn(ctrl []rtcp.Packet) *framer.SenderReport {
 	for _, p := range ctrl {
 		if app, ok := p.(*rtcp.ApplicationDefined); ok {
 			if rep, _ := framer.ParseSenderReport(app); rep != nil {
-				return len(rep.Frames)
+				return rep
 			}
 		}
+	}
+	return nil
+}
+
+// reportedFrames returns the number of frame timings in a write's timing
+// report, or -1 if it carries none.
+func reportedFrames(ctrl []rtcp.Packet) int {
+	if rep := reportIn(ctrl); rep != nil {
+		return len(rep.Frames)
 	}
 	return -1
 }
@@ -262,14 +271,7 @@ func TestReportsNameAndTimings(t *testing.T) {
 		if mode, err := framer.StreamMode(ctrl[0], s.SSRC()); err != nil || mode != "replenish=15ms" {
 			t.Errorf("first write: mode %q, %v; want replenish=15ms", mode, err)
 		}
-		var rep *framer.SenderReport
-		for _, p := range ctrl[1] {
-			if app, ok := p.(*rtcp.ApplicationDefined); ok {
-				if rep, _ = framer.ParseSenderReport(app); rep != nil {
-					break
-				}
-			}
-		}
+		rep := reportIn(ctrl[1])
 		if rep == nil || len(rep.Frames) != 1 {
 			t.Fatalf("second write: report %+v, want one frame's timing", rep)
 		}
