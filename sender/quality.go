@@ -50,6 +50,7 @@ const (
 	downFar      = 0.6                    // unless it is below this share of the Min
 	rungGap      = time.Second            // at least this long between rung changes (each costs a keyframe)
 	saturated    = 0.8                    // encoder output below this fraction of its target: saturated
+	makeUpLow    = 0.9                    // while cruising, encoder output down to this fraction of its target is made up
 	encodeBudget = 20 * time.Millisecond  // the most a frame may take to encode at a rung moved up to
 	maxSamples   = 512                    // bound on the kept samples
 	maxSkipScale = 7                      // a frame after skips gets at most 1/8 of the bitrate
@@ -210,6 +211,7 @@ type Controller struct {
 	encode    time.Duration // encode time per frame at the current rung, averaged; 0 if unknown
 	ceiling   rate.Bitrate  // the capacity estimated at the last congestion
 	riseFrom  time.Time     // the last time the excess was below qLow
+	empty     bool          // the excess is below qLow
 	lastBurst bool          // the last cut took the queue for a burst
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
@@ -333,6 +335,16 @@ func (c *Controller) Update(o Observation) Decision {
 	changed := c.chooseRung(o.Now)
 	r := c.ladder[c.rung]
 	video := rate.Bitrate(max(float64(c.rate)-c.debt/keyPayback.Seconds()*8, float64(c.rate)*0.5) / c.overhead)
+	if c.phase == cruising && c.empty {
+		// libvpx's CBR output runs a few percent under its target
+		// (0.96 at a steady target); while cruising on an empty queue,
+		// ask for what it leaves short, so that what is written is the
+		// rate. Not below makeUpLow: there the output is still rising to
+		// a raised target or the rung saturates. Not otherwise: a cut's
+		// drain margin and a probe's step are reckoned on the bytes
+		// written, and the shortfall left in them keeps queues short.
+		video = video.Scale(1 / min(max(c.outRatio, makeUpLow), 1))
+	}
 	b := min(max(c.clamp(video), r.Min), r.Max)
 	// The encoder spends the bits of the whole gap on a frame taken after
 	// skipped ones (libvpx: about twice the gap's worth); a frame that
@@ -425,7 +437,8 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.shifted(o, excess)
 	excess = c.excess(o, dt)
 	c.evidence(o, excess)
-	if excess < qLow {
+	c.empty = excess < qLow
+	if c.empty {
 		c.riseFrom = o.Now
 	}
 	slope := c.slope(o.Now)

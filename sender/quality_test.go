@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -411,6 +412,43 @@ func TestControllerSaturatedEncoder(t *testing.T) {
 	})
 	if got := c.Rung().Size.W; got != 640 {
 		t.Fatalf("encoder at half its target of %v: rung %v, want 640x360", c.Target(), c.Rung().Size)
+	}
+}
+
+// TestControllerMakesUpUndershoot checks that while cruising on an empty
+// queue the target asks for what the encoder leaves short of it, down to
+// makeUpLow, never less than the rate; and not with a queue, nor while
+// recovering from a cut or probing.
+func TestControllerMakesUpUndershoot(t *testing.T) {
+	for _, tc := range []struct {
+		fill  float64
+		ph    phase
+		queue time.Duration
+		want  float64 // the target over the rate's share for video
+	}{
+		{1, cruising, 0, 1},
+		{0.95, cruising, 0, 1 / 0.95},
+		{0.7, cruising, 0, 1 / makeUpLow},
+		{1.1, cruising, 0, 1},
+		{0.95, cruising, 20 * time.Millisecond, 1}, // above the frames' own serialization
+		{0.95, recovering, 0, 1},
+		{0.95, probing, 0, 1},
+	} {
+		c := NewController(testLadder, 1*rate.Mbps)
+		f := newFeed(c)
+		f.fill = tc.fill
+		d := f.run(3*time.Second, func() Observation {
+			// Held: no cut, and a capacity far above, so that a
+			// recovery stays one.
+			c.rate, c.capacity, c.phase = 1*rate.Mbps, 3*rate.Mbps, tc.ph
+			o := clean(1 * rate.Mbps)()
+			o.RTT += tc.queue
+			return o
+		})
+		got := float64(d.Bitrate) * c.overhead / float64(c.rate)
+		if math.Abs(got-tc.want) > 0.01 {
+			t.Errorf("encoder at %.2f of its target, phase %d, queue %v: target %.3f of the rate, want %.3f", tc.fill, tc.ph, tc.queue, got, tc.want)
+		}
 	}
 }
 
