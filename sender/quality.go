@@ -210,7 +210,6 @@ type Controller struct {
 	frameAvg  float64       // bytes written per frame, averaged
 	encode    time.Duration // encode time per frame at the current rung, averaged; 0 if unknown
 	ceiling   rate.Bitrate  // the capacity estimated at the last congestion
-	drainLow  rate.Bitrate  // the lowest drain rate since the last cut
 	riseFrom  time.Time     // the last time the excess was below qLow
 	empty     bool          // the excess is below qLow
 	lastBurst bool          // the last cut took the queue for a burst
@@ -484,12 +483,8 @@ func (c *Controller) probeSpeed() float64 {
 // rate is a windowed maximum that, while the flow is application-limited,
 // keeps its last value: after the path slows it still remembers the old
 // rate, so a drain rate above the ceiling (where the path last congested)
-// is not taken unless it rose after the cut. A windowed maximum rises only
-// with a new sample, which the path as it is now delivered: after a probe's
-// cut, the capacity taken from a window measured while the rate still rose
-// (1.69 Mb/s on a 2 Mb/s link) is raised by the next one (1.79). The
-// ceiling goes once the controller has sent above it without a queue
-// building: the path has become faster.
+// is not taken. The ceiling itself goes once the controller has sent above
+// it without a queue building: the path has become faster.
 func (c *Controller) evidence(o Observation, excess time.Duration) {
 	clean := excess < qLow && c.skips < skipHigh
 	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
@@ -499,17 +494,9 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 	if c.ceiling > 0 && sent > c.ceiling.Scale(probePast) {
 		c.ceiling = 0
 	}
-	d := measured(o)
-	if d > 0 {
-		c.drainLow = min(c.drainLow, d)
-	}
-	lower := max(d, sent)
-	if c.ceiling > 0 && d > c.ceiling.Scale(probePast) {
-		if d > c.drainLow {
-			c.ceiling = d
-		} else {
-			lower = sent
-		}
+	lower := max(measured(o), sent)
+	if c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast) {
+		lower = sent
 	}
 	c.capacity = max(c.capacity, lower)
 }
@@ -666,10 +653,6 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 		c.before = c.capacity
 	}
 	c.ceiling, c.capacity = est, est
-	c.drainLow = measured(o)
-	if c.drainLow == 0 {
-		c.drainLow = math.MaxInt64 // none yet: the first one sets it
-	}
 	c.rate = min(c.rate, est.Scale(f))
 	c.lastCut, c.lastCutQ = o.Now, excess
 	c.phase, c.phaseAt = recovering, o.Now

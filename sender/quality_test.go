@@ -110,38 +110,6 @@ func TestControllerFindsBandwidth(t *testing.T) {
 	}
 }
 
-// TestControllerDrainAfterCut checks which drain rates above the ceiling
-// the capacity takes after a cut: not one the windowed maximum held since
-// the cut (it may be the old path's), nor one it fell to as old samples
-// went; one it then rose to, a sample of the path as it is now.
-func TestControllerDrainAfterCut(t *testing.T) {
-	c := NewController(testLadder, 2*rate.Mbps)
-	now := time.Unix(1000, 0)
-	obs := func(d rate.Bitrate) Observation {
-		return Observation{Now: now, DrainRate: d, RTT: 100 * time.Millisecond, MinRTT: 50 * time.Millisecond}
-	}
-	c.rate, c.fb = 2*rate.Mbps, 100*time.Millisecond
-	c.congested(obs(2*rate.Mbps), 50*time.Millisecond, 1) // a fast-growing queue: well below the drain rate
-	cut := c.capacity
-	if cut >= rate.Mbps {
-		t.Fatalf("cut on a queue growing at 1 s/s: capacity %v, want well below the drain rate", cut)
-	}
-	for _, step := range []struct {
-		drain, want rate.Bitrate
-	}{
-		{2 * rate.Mbps, cut},                 // held since the cut
-		{1200 * rate.Kbps, cut},              // fell: old samples left the window
-		{1300 * rate.Kbps, 1300 * rate.Kbps}, // rose: measured after the cut
-		{1500 * rate.Kbps, 1500 * rate.Kbps},
-	} {
-		now = now.Add(100 * time.Millisecond)
-		c.evidence(obs(step.drain), qHigh) // a queue: what was sent says nothing
-		if c.capacity != step.want {
-			t.Fatalf("drain rate %v after a cut to %v: capacity %v, want %v", step.drain, cut, c.capacity, step.want)
-		}
-	}
-}
-
 // TestControllerIgnoresWindowBound starts on a 2 Mb/s path with a 10 ms
 // round trip whose transport reports, before it has measured anything, its
 // window bound: ten segments over the handshake's round trip, 11 Mb/s. The
