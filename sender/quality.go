@@ -211,7 +211,6 @@ type Controller struct {
 	encode    time.Duration // encode time per frame at the current rung, averaged; 0 if unknown
 	ceiling   rate.Bitrate  // the capacity estimated at the last congestion
 	riseFrom  time.Time     // the last time the excess was below qLow
-	empty     bool          // the excess is below qLow
 	lastBurst bool          // the last cut took the queue for a burst
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
@@ -335,7 +334,7 @@ func (c *Controller) Update(o Observation) Decision {
 	changed := c.chooseRung(o.Now)
 	r := c.ladder[c.rung]
 	video := rate.Bitrate(max(float64(c.rate)-c.debt/keyPayback.Seconds()*8, float64(c.rate)*0.5) / c.overhead)
-	if c.phase == cruising && c.empty {
+	if c.phase == cruising && c.riseFrom.Equal(o.Now) { // no queue now
 		// libvpx's CBR output runs a few percent under its target
 		// (0.96 at a steady target); while cruising on an empty queue,
 		// ask for what it leaves short, so that what is written is the
@@ -437,8 +436,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.shifted(o, excess)
 	excess = c.excess(o, dt)
 	c.evidence(o, excess)
-	c.empty = excess < qLow
-	if c.empty {
+	if excess < qLow {
 		c.riseFrom = o.Now
 	}
 	slope := c.slope(o.Now)
