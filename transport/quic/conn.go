@@ -47,6 +47,7 @@ type Conn struct {
 	err     error // why the connection failed; nil while it works
 	est     *drain.Estimator
 	drainIn drain.Sample // the estimator's latest input
+	share   streamShare  // the stream bytes in the packet bytes delivered
 	lead    time.Duration
 	header  bool // the media stream's flow identifier is written
 	stats   transport.Counters

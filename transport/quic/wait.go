@@ -89,19 +89,17 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 }
 
 // sampleLocked gives the drain estimator the connection's state. Delivered
-// bytes are the bytes sent less those lost and those in flight (QUIC
-// packet bytes, headers included: a few percent above the stream data they
-// carry). The backlog only shrinks between writes, and the Conn samples
-// before every write, so a backlog above zero now was above zero
-// throughout the interval since the previous sample.
+// bytes are the bytes sent less those lost and those in flight, in QUIC
+// packet bytes, which streamShare turns into the stream bytes they carried;
+// the bytes in flight are scaled alike. The backlog only shrinks between
+// writes, and the Conn samples before every write, so a backlog above zero
+// now was above zero throughout the interval since the previous sample.
 func (c *Conn) sampleLocked(now time.Time) {
 	st := c.qc.ConnectionStats()
 	inFlight := c.path.inFlight.Load()
-	delivered := int64(st.BytesSent) - int64(st.BytesLost) - inFlight
-	// Lost bytes can go down (a spurious loss); delivered never does.
-	delivered = max(delivered, int64(c.drainIn.Delivered))
+	delivered := c.share.update(now, c.packed.Load(), int64(st.BytesSent), int64(st.BytesSent)-int64(st.BytesLost)-inFlight)
 	c.drainIn = drain.Sample{
-		At: now, Delivered: uint64(delivered), Acks: st.PacketsReceived, InFlight: int(inFlight),
+		At: now, Delivered: delivered, Acks: st.PacketsReceived, InFlight: int(float64(inFlight) * c.share.share()),
 		Backlogged: c.unsent() > 0, Recovering: c.path.recovering.Load(),
 		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
 	}
