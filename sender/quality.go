@@ -23,7 +23,7 @@ const (
 	regainSpeed  = 0.25                   // the speed back to the capacity before a cut, per second
 	regainBelow  = 0.8                    // for a cut that lowered the capacity below this share of it
 	startGrowth  = 0.7                    // e-folds per second while starting (doubling each second)
-	cutFactor    = 0.93                   // a cut's rate as a fraction of the capacity estimate
+	cutFactor    = 0.9                    // a cut's rate as a fraction of the capacity estimate
 	drainTrust   = 0.8                    // a congestion estimate above this share of the drain rate trusts it
 	minCut       = 0.3                    // the deepest single cut
 	lagFactor    = 2                      // the queue's growth over the smoothed RTT's slope when a queue first shows
@@ -183,16 +183,6 @@ const (
 // interleaved runs each): utilization +1.0 to +1.5 points with CUBIC at
 // 500 kb/s to 20 Mb/s, capture to received 1 to 2.5 ms longer at the
 // median (5 to 9 ms over the floor).
-//
-// cutFactor leaves 7% below the capacity estimate for its error; the
-// queue itself is drained by the cut's own term. Against 0.9 in the path
-// model (38 paths, five seeds each): utilization +0.6 points on average,
-// rate halvings slower than 2 s in 62 of 600 runs (60 with 0.9); 0.95
-// gained 0.2 more and lost on halvings (71 of 600, one of 11.7 s). In
-// interleaved real runs (two to four each): utilization +2.5 points with
-// CUBIC at 100 kb/s 80 ms, +1.8 with BBR at 500 kb/s 172 ms, +0.7 with
-// CUBIC at 500 kb/s 80 ms, median +1.4 with BBR at 2 Mb/s 80 ms;
-// recovery from 2 to 1 Mb/s (CUBIC) 1.3 to 2.0 s against 1.5 to 1.7 s.
 type Controller struct {
 	ladder     []media.Rung
 	rung       int
