@@ -91,7 +91,9 @@ type Config struct {
 type Sample struct {
 	At time.Time // when the reading was taken
 	// Delivered counts the bytes the peer has acknowledged since the
-	// connection began (TCP: tcpi_bytes_acked).
+	// connection began, in the units of the backlog (TCP:
+	// tcpi_bytes_acked, payload bytes; QUIC: the stream bytes in the
+	// packets acknowledged).
 	Delivered uint64
 	// Acks counts the acknowledgements received since the connection
 	// began (TCP: tcpi_segs_in, every segment the peer sent).
