@@ -6,20 +6,19 @@ import (
 	"time"
 )
 
-// shareRun feeds a streamShare a connection that sends one packet of pkt
-// bytes carrying data stream bytes every interval, each delivered a round
-// trip later, for d after the handshake's hs bytes; it returns the stream
-// bytes the share reports delivered and those really delivered.
+// shareRun is a connection that sends one packet of pkt bytes carrying
+// data stream bytes every interval, each acknowledged a round trip later,
+// and feeds its counters to a streamShare: got is what the share reports
+// delivered, streamAcked what really was.
 type shareRun struct {
-	sh                   streamShare
-	now                  time.Time
-	packed, sent, acked  int64
-	streamAcked          int64
-	inFlight             []int64 // stream bytes of the packets in flight, oldest first
-	inFlightPkts         []int64
-	interval, rtt        time.Duration
-	got                  uint64
-	handshake, ackedOnce bool
+	sh                  streamShare
+	now                 time.Time
+	packed, sent, acked int64
+	streamAcked         int64
+	inFlight            []int64 // stream bytes of the packets in flight, oldest first
+	inFlightPkts        []int64 // and their packet bytes
+	interval, rtt       time.Duration
+	got                 uint64
 }
 
 func (r *shareRun) run(d time.Duration, pkt, data int64) {
