@@ -137,12 +137,12 @@ func (c *Conn) WriteFrame(id uint64, pkts [][]byte) error {
 	if unsent := c.unsent(); unsent+int64(len(f.buf)) > 2*int64(c.cfg.MaxQueue) {
 		return fmt.Errorf("%w: %d bytes unsent", ErrQueueFull, unsent)
 	}
-	c.sampleLocked(start) // before the backlog grows: see sampleLocked
+	st := c.sampleLocked(start) // before the backlog grows: see sampleLocked
 	c.accepted.Add(int64(len(f.buf)))
 	if f.perFrameStream {
 		f.expiresAt = start.Add(c.cfg.Mode.Expire)
 	}
-	f.retrans = int(c.qc.ConnectionStats().PacketsLost)
+	f.retrans = int(st.PacketsLost)
 	f.writeEnd = time.Now()
 	c.queue = append(c.queue, f)
 	c.stats.Frames++

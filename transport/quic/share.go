@@ -24,11 +24,10 @@ const shareTime = time.Second
 // bytes lag sent ones by a round trip, which the average spans on the
 // paths it matters for.
 type streamShare struct {
-	started         bool
-	at              time.Time
-	packed, sent    int64   // the counters at the last update
-	delivered       int64   // packet bytes delivered at the last update
-	sumPacked       float64 // decayed sums of their increments
+	at              time.Time // the last update; zero before the first
+	packed, sent    int64     // the counters at the last update
+	delivered       int64     // packet bytes delivered at the last update
+	sumPacked       float64   // decayed sums of their increments
 	sumSent         float64
 	streamDelivered float64 // stream bytes delivered since the first update
 }
@@ -39,8 +38,8 @@ type streamShare struct {
 // update, which never decreases. The first update sets the baselines (the
 // handshake carries no stream bytes) and returns 0.
 func (sh *streamShare) update(now time.Time, packed, sent, delivered int64) uint64 {
-	if !sh.started {
-		sh.started, sh.at, sh.packed, sh.sent, sh.delivered = true, now, packed, sent, delivered
+	if sh.at.IsZero() {
+		sh.at, sh.packed, sh.sent, sh.delivered = now, packed, sent, delivered
 		return 0
 	}
 	decay := math.Exp(-max(now.Sub(sh.at), 0).Seconds() / shareTime.Seconds())

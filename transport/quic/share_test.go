@@ -15,23 +15,24 @@ type shareRun struct {
 	now                 time.Time
 	packed, sent, acked int64
 	streamAcked         int64
-	inFlight            []int64 // stream bytes of the packets in flight, oldest first
-	inFlightPkts        []int64 // and their packet bytes
+	inFlight            []sentPacket // oldest first
 	interval, rtt       time.Duration
 	got                 uint64
 }
+
+// sentPacket is one in flight: its stream bytes and its bytes on the wire.
+type sentPacket struct{ data, size int64 }
 
 func (r *shareRun) run(d time.Duration, pkt, data int64) {
 	per := int(r.rtt / r.interval)
 	for end := r.now.Add(d); r.now.Before(end); r.now = r.now.Add(r.interval) {
 		r.packed += data
 		r.sent += pkt
-		r.inFlight = append(r.inFlight, data)
-		r.inFlightPkts = append(r.inFlightPkts, pkt)
+		r.inFlight = append(r.inFlight, sentPacket{data, pkt})
 		if len(r.inFlight) > per {
-			r.streamAcked += r.inFlight[0]
-			r.acked += r.inFlightPkts[0]
-			r.inFlight, r.inFlightPkts = r.inFlight[1:], r.inFlightPkts[1:]
+			r.streamAcked += r.inFlight[0].data
+			r.acked += r.inFlight[0].size
+			r.inFlight = r.inFlight[1:]
 		}
 		r.got = r.sh.update(r.now, r.packed, r.sent, r.acked)
 	}

@@ -50,13 +50,12 @@ func (c *Conn) Wait(ctx context.Context) (transport.Invitation, error) {
 // arms the limiter's wake at the rule's limit.
 func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	now := time.Now()
-	st := c.qc.ConnectionStats()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
 		return transport.Invitation{}, false, c.err
 	}
-	c.sampleLocked(now)
+	st := c.sampleLocked(now)
 	inv := transport.Invitation{At: now, Wake: w, Threshold: -1}
 	var limit int64
 	e := c.est.Estimate()
@@ -94,7 +93,8 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 // the bytes in flight are scaled alike. The backlog only shrinks between
 // writes, and the Conn samples before every write, so a backlog above zero
 // now was above zero throughout the interval since the previous sample.
-func (c *Conn) sampleLocked(now time.Time) {
+// It returns the connection statistics it read.
+func (c *Conn) sampleLocked(now time.Time) quic.ConnectionStats {
 	st := c.qc.ConnectionStats()
 	inFlight := c.path.inFlight.Load()
 	delivered := c.share.update(now, c.packed.Load(), int64(st.BytesSent), int64(st.BytesSent)-int64(st.BytesLost)-inFlight)
@@ -104,6 +104,7 @@ func (c *Conn) sampleLocked(now time.Time) {
 		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
 	}
 	c.est.Add(c.drainIn)
+	return st
 }
 
 // readFeedback reads the viewer's feedback streams until the connection
