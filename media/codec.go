@@ -55,6 +55,5 @@ type EncodedFrame struct {
 }
 
 // MaxFrameInterval caps the duration an encoder's rate control is told a
-// frame covers (4 fps), so that the first frame after a long pause does not
-// get seconds' worth of bits.
+// frame covers (4 fps).
 const MaxFrameInterval = 250 * time.Millisecond

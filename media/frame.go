@@ -12,6 +12,12 @@ type Frame struct {
 	Y, U, V []byte
 	Capture time.Time // when the source captured it (painted into the stamp)
 	Seq     uint64    // source frame counter
+	// Interval is the frame's nominal duration in the stream it is
+	// encoded into: 1/fps of the rate frames are taken at, not the gap
+	// since the previous one. An encoder's rate control spends the
+	// frame's share of the bitrate over Interval on it; zero means its
+	// configured 1/FPS.
+	Interval time.Duration
 }
 
 // NewFrame returns a frame of size sz with zeroed planes. It does not check

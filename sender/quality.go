@@ -53,7 +53,6 @@ const (
 	makeUpLow    = 0.9                    // while cruising, encoder output down to this fraction of its target is made up
 	encodeBudget = 20 * time.Millisecond  // the most a frame may take to encode at a rung moved up to
 	maxSamples   = 512                    // bound on the kept samples
-	maxSkipScale = 7                      // a frame after skips gets at most 1/8 of the bitrate
 	mssGuess     = 1448                   // bytes per segment, for counting ACKs
 	unknownDrain = 0                      // a drain rate at or below this is unknown
 )
@@ -160,17 +159,16 @@ const (
 //
 // # Per frame and rung
 //
-// A keyframe's excess over a nominal frame is paid back over keyPayback.
-// After skipped frames libvpx spends the whole gap's bits on the next
-// frame; the target is divided by the frames the gap spans (at most
-// 1+maxSkipScale), so that frame does not wait in turn. The rung moves up
-// when the target has held for upHold at the current rung's Max or the
-// next rung's default (the lesser), or at the next rung's Min with the
-// encoder below saturated of its target (it cannot fill the rung), and the
-// next rung's frames would encode within encodeBudget (60% of a 30 fps
-// interval); down after downHold below the rung's Min, at once below
-// downFar of it; never within rungGap of the last change, each costing a
-// keyframe.
+// A keyframe's excess over a nominal frame is paid back over keyPayback. A
+// frame after skipped ones is one frame interval's worth (the encoder is
+// told the interval, not the gap), so its output against the target is
+// reckoned over the interval. The rung moves up when the target has held
+// for upHold at the current rung's Max or the next rung's default (the
+// lesser), or at the next rung's Min with the encoder below saturated of
+// its target (it cannot fill the rung), and the next rung's frames would
+// encode within encodeBudget (60% of a 30 fps interval); down after
+// downHold below the rung's Min, at once below downFar of it; never within
+// rungGap of the last change, each costing a keyframe.
 //
 // qHigh and qLow hold the standing queue between 6 and 12 ms, well inside
 // the 25 ms the capture-to-received median may exceed the floor, with
@@ -199,7 +197,6 @@ type Controller struct {
 	speed     float64      // the probe's relative growth per second
 	lastCut   time.Time
 	lastCutQ  time.Duration
-	lastD     rate.Bitrate
 	overhead  float64 // bytes written per encoded byte
 	prevBits  rate.Bitrate
 	outRatio  float64 // encoder output over its target
@@ -262,12 +259,12 @@ type Observation struct {
 	// controller's congestion signal.
 	RTT, MinRTT time.Duration
 	// Skipped counts the frames the rung's frame rate would have taken
-	// between the previous frame and this one; the encoder spends the
-	// gap's bits on this frame. Late counts those of them that fell while
-	// the sender waited for the invitation: the transport drained slower
-	// than the encoder filled it. The others fell while the previous frame
-	// was encoded or written (a slow encode, a stalled CPU), which says
-	// nothing of the path.
+	// between the previous frame and this one; their bits are not spent
+	// (the encoder spends one frame interval's worth on this frame). Late
+	// counts those of them that fell while the sender waited for the
+	// invitation: the transport drained slower than the encoder filled it.
+	// The others fell while the previous frame was encoded or written (a
+	// slow encode, a stalled CPU), which says nothing of the path.
 	Skipped, Late int
 	// Keyframe says the previous frame was a keyframe: its queue is paid
 	// back, not taken for congestion.
@@ -345,11 +342,6 @@ func (c *Controller) Update(o Observation) Decision {
 		video = video.Scale(1 / min(max(c.outRatio, makeUpLow), 1))
 	}
 	b := min(max(c.clamp(video), r.Min), r.Max)
-	// The encoder spends the bits of the whole gap on a frame taken after
-	// skipped ones (libvpx: about twice the gap's worth); a frame that
-	// size would wait in turn. Aim it at one frame's worth instead, below
-	// the rung's range if need be: it is one frame.
-	b = max(b/rate.Bitrate(1+min(o.Skipped, maxSkipScale)), media.MinBitrate)
 	c.prevBits = b
 	return Decision{Bitrate: b, Rung: r, RungChanged: changed}
 }
@@ -381,7 +373,9 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 	c.overhead += (float64(o.Written)/float64(o.Encoded) - c.overhead) * 0.1
 	c.sent = push(c.sent, sample{c.prev, float64(o.Written)}, o.Now.Add(-sentKeep))
 	if c.prevBits > 0 && dt > 0 {
-		got := float64(o.Encoded*8) / dt.Seconds() / float64(c.prevBits)
+		// The previous frame was one interval's worth; the gap before
+		// this one spans 1+Skipped intervals.
+		got := float64(o.Encoded*8) / (dt.Seconds() / float64(1+o.Skipped)) / float64(c.prevBits)
 		c.outRatio += (min(got, 2) - c.outRatio) * min(dt.Seconds(), 1)
 	}
 	if o.Keyframe {

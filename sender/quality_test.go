@@ -272,12 +272,12 @@ func TestControllerFrameBudget(t *testing.T) {
 		o    func(o *Observation, nominal int)
 		want func(normal, got rate.Bitrate) bool
 	}{
-		// The encoder spends a gap's bits on a frame after skips: the
-		// target is one frame's worth.
-		{"after two skipped frames a third", func(o *Observation, _ int) { o.Skipped = 2 },
-			func(n, g rate.Bitrate) bool { return g >= n/3-1 && g <= n/3+1 }},
-		{"after many skipped frames an eighth", func(o *Observation, _ int) { o.Skipped = 20 },
-			func(n, g rate.Bitrate) bool { return g >= n/8-1 && g <= n/8+1 }},
+		// The encoder spends one frame interval's worth on a frame after
+		// skips (it is told the interval, not the gap): the target stays.
+		{"after two skipped frames the same", func(o *Observation, _ int) { o.Skipped = 2 },
+			func(n, g rate.Bitrate) bool { return g == n }},
+		{"after many skipped frames the same", func(o *Observation, _ int) { o.Skipped = 20 },
+			func(n, g rate.Bitrate) bool { return g == n }},
 		// A keyframe's excess is paid back over keyPayback.
 		{"after a keyframe less", func(o *Observation, nominal int) {
 			o.Keyframe, o.Encoded, o.Written = true, 5*nominal, 5*nominal

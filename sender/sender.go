@@ -384,6 +384,9 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 		return err
 	}
 	key := s.takeKeyframe(now)
+	// One frame interval's worth of bits, whatever the gap since the last
+	// frame taken (see vpx.Encoder.Encode).
+	f.Interval = media.RungOf(f.Size).Interval(s.cfg.FPS)
 	ef, err := s.enc.Encode(f, key)
 	capture := f.Capture
 	s.cfg.Source.Release(f)

@@ -3,6 +3,7 @@ package vpx
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,62 +94,93 @@ func TestRateControl(t *testing.T) {
 	}
 }
 
-// TestFrameDurations encodes frames captured at irregular intervals, as the
-// sender does when invitations are scarce, and requires the output bitrate
-// over real time to track the target, with and without temporal layers: the
-// encoder must tell rate control how long each frame really lasted.
+// TestFrameDurations encodes frames at a rate below the configured FPS, as
+// the sender does at its 15 fps rung, and requires the output bitrate over
+// real time to track the target, with and without temporal layers, whether
+// the rate comes from the configuration or from each frame's Interval.
 func TestFrameDurations(t *testing.T) {
 	tests := []struct {
-		name string
-		gaps []int // ticks of 1/30 s between captures, repeated
+		name     string
+		fps      int           // configured
+		interval time.Duration // set on each frame
+		ticks    int           // of 1/30 s between captures
 	}{
-		{"10 fps", []int{3}},
-		{"5 fps", []int{6}},
-		{"irregular", []int{1, 4, 2, 1, 5, 3}},
+		{"10 fps configured", 10, 0, 3},
+		{"5 fps configured", 5, 0, 6},
+		{"15 fps by interval", 30, time.Second / 15, 2},
+		{"10 fps by interval", 30, time.Second / 10, 3},
 	}
 	sz := media.Size{W: 640, H: 360}
 	target := 800 * rate.Kbps
 	for _, tt := range tests {
 		for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
 			t.Run(tt.name+"/"+mode.String(), func(t *testing.T) {
-				frameDurations(t, media.EncoderConfig{Size: sz, Bitrate: target, Scalability: mode}, tt.gaps)
+				cfg := media.EncoderConfig{Size: sz, Bitrate: target, FPS: tt.fps, Scalability: mode}
+				sizes := encodeEvery(t, cfg, tt.interval, 60, func(int) int { return tt.ticks })
+				var bytes int
+				for _, n := range sizes[20:] {
+					bytes += n
+				}
+				secs := float64(len(sizes[20:])*tt.ticks) / 30
+				got := rate.Bitrate(float64(bytes) * 8 / secs)
+				t.Logf("output %v over real time at target %v", got, target)
+				if got < target*7/10 || got > target*13/10 {
+					t.Fatalf("output %v over real time at target %v", got, target)
+				}
 			})
 		}
 	}
 }
 
-// frameDurations encodes 60 frames for TestFrameDurations, captured gaps
-// ticks of 1/30 s apart (cycled), and checks the bitrate over real time.
-func frameDurations(t *testing.T, cfg media.EncoderConfig, gaps []int) {
+// TestGapNotBilled skips frames, as the sender does while a transport
+// stalls, and requires the frame after the gap to be about one frame's
+// worth, not the gap's: the link carried none of the skipped frames' bits,
+// and a frame the gap's size would queue behind itself on the path.
+func TestGapNotBilled(t *testing.T) {
+	const gapAt, gap = 60, 6 // ticks of 1/30 s
+	for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+		t.Run(mode.String(), func(t *testing.T) {
+			cfg := media.EncoderConfig{Size: media.Size{W: 640, H: 360}, Bitrate: 2 * rate.Mbps, Scalability: mode}
+			sizes := encodeEvery(t, cfg, time.Second/30, gapAt+10, func(i int) int {
+				if i == gapAt {
+					return gap
+				}
+				return 1
+			})
+			before := slices.Clone(sizes[gapAt-12 : gapAt])
+			slices.Sort(before)
+			med := before[len(before)/2]
+			t.Logf("frames before the gap: median %d B; after it: %v", med, sizes[gapAt:gapAt+4])
+			if after := sizes[gapAt]; after > 2*med {
+				t.Fatalf("frame after a gap of %d intervals: %d B, %.1f times the median frame before it (%d B)", gap, after, float64(after)/float64(med), med)
+			}
+		})
+	}
+}
+
+// encodeEvery encodes n frames, the i-th ticks(i) ticks of 1/30 s after
+// the one before, each with the given Interval, and returns their sizes.
+func encodeEvery(t *testing.T, cfg media.EncoderConfig, interval time.Duration, n int, ticks func(i int) int) []int {
+	t.Helper()
 	enc, err := NewEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer enc.Close()
 	f := media.NewFrame(cfg.Size)
+	f.Interval = interval
 	tick := 0
-	var bytes int
-	var from time.Time
-	for i := range 60 {
-		tick += gaps[i%len(gaps)]
-		capture := t0.Add(time.Duration(tick) * time.Second / 30)
-		media.Render(f, capture, uint64(tick), "test")
+	sizes := make([]int, 0, n)
+	for i := range n {
+		tick += ticks(i)
+		media.Render(f, t0.Add(time.Duration(tick)*time.Second/30), uint64(tick), "test")
 		ef, err := enc.Encode(f, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch {
-		case i == 19:
-			from = capture
-		case i > 19:
-			bytes += len(ef.Data)
-		}
+		sizes = append(sizes, len(ef.Data))
 	}
-	got := rate.Bitrate(float64(bytes) * 8 / f.Capture.Sub(from).Seconds())
-	t.Logf("output %v over real time at target %v", got, cfg.Bitrate)
-	if got < cfg.Bitrate*7/10 || got > cfg.Bitrate*13/10 {
-		t.Fatalf("output %v over real time at target %v", got, cfg.Bitrate)
-	}
+	return sizes
 }
 
 // TestSetBitrate changes the target mid-stream and requires the output to

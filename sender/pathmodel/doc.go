@@ -11,7 +11,8 @@
 //   - An encoder (EncoderModel): frame sizes around target/fps by
 //     temporal layer (L1T3's layers each the mean by default) with
 //     log-normal noise, keyframes at the start, on request and on a rung
-//     change, a large frame after a gap, rate control that follows a
+//     change, one frame interval's worth after a gap (the sender tells
+//     libvpx the interval, not the gap), rate control that follows a
 //     raised target over about a second, a saturation rate per rung and an
 //     encode time per rung, all measured on libvpx.
 //   - The sender's packet overhead (RTP headers, framing, a timing report

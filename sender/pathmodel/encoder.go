@@ -93,22 +93,18 @@ func (m EncoderModel) withDefaults() EncoderModel {
 // encoder is the model's VP8 encoder: rate control that follows its target
 // (down at once, up mostly at once and the rest over about a second), never
 // above the rung's saturation; frames never smaller than the coarsest
-// quantizer makes them; frame sizes by temporal layer, with noise;
-// libvpx's frame-rate estimate (a running average of frame durations over
-// about a second) and its large frame after a gap (measured: after a gap
-// of 2 or 5 frame intervals the frame is 1.6 or 1.9 times the gap's worth);
-// keyframes at the start, on request and on a size change.
+// quantizer makes them; frame sizes by temporal layer, with noise; each
+// frame one interval of the rung's frame rate long whatever the gap before
+// it, as the sender tells libvpx (vpx.Encoder.Encode); keyframes at the
+// start, on request and on a size change.
 type encoder struct {
 	m       EncoderModel
 	rng     *rand.Rand
 	srcFPS  int
 	target  rate.Bitrate
-	goal    float64       // the last goal, bits per second
-	slack   float64       // how far the output lags a raised goal
-	avg     time.Duration // libvpx's running average frame duration
+	goal    float64 // the last goal, bits per second
+	slack   float64 // how far the output lags a raised goal
 	size    media.Size
-	first   time.Duration
-	last    time.Duration
 	n       int // frames since the last keyframe
 	started bool
 }
@@ -116,18 +112,15 @@ type encoder struct {
 // setBitrate sets the target, as Encoder.SetBitrate does.
 func (e *encoder) setBitrate(b rate.Bitrate) { e.target = b }
 
-// encode returns the encoded size in bytes of a frame captured at capture
-// at rung r, whether it is a keyframe, and how long the encode takes.
-func (e *encoder) encode(capture time.Duration, r media.Rung, forceKey bool) (int, bool, time.Duration) {
+// encode returns the encoded size in bytes of a frame at rung r, whether
+// it is a keyframe, and how long the encode takes.
+func (e *encoder) encode(r media.Rung, forceKey bool) (int, bool, time.Duration) {
 	reinit := !e.started || r.Size != e.size
 	key := forceKey || reinit
 	d := r.Interval(e.srcFPS)
-	if e.started {
-		d = min(max(capture-e.last, time.Millisecond), media.MaxFrameInterval)
-	}
 	goal := min(float64(e.target), float64(e.m.Saturation(r)))
 	if reinit {
-		e.goal, e.slack, e.avg, e.first = goal, 0, d, capture
+		e.goal, e.slack = goal, 0
 	}
 	switch {
 	case goal > e.goal:
@@ -138,23 +131,16 @@ func (e *encoder) encode(capture time.Duration, r media.Rung, forceKey bool) (in
 	e.slack *= math.Exp(-d.Seconds() / e.m.UpLag.Seconds())
 	e.goal = goal
 	eff := goal - e.slack
-	boost := 1.0
-	if d > e.avg {
-		boost = 2 - float64(e.avg)/float64(d)
-	}
-	if span := min(capture-e.first, time.Second); span > e.avg {
-		e.avg = time.Duration(float64(e.avg) * float64(span-e.avg+d) / float64(span))
-	}
-	e.started, e.size, e.last = true, r.Size, capture
+	e.started, e.size = true, r.Size
 	noise := math.Exp(e.rng.NormFloat64()*e.m.Noise - e.m.Noise*e.m.Noise/2)
 	if key {
 		e.n = 0
 	}
 	layer := e.m.Layers[e.n%len(e.m.Layers)]
 	e.n++
-	bits := eff * e.m.Output * d.Seconds() * boost * layer * noise
+	bits := eff * e.m.Output * d.Seconds() * layer * noise
 	if key {
-		bits = eff * e.avg.Seconds() * e.m.KeyRatio * noise
+		bits = eff * d.Seconds() * e.m.KeyRatio * noise
 	}
 	// At its coarsest quantizer the encoder makes a frame of about the
 	// rung's Min over one frame interval (measured: at Min the output is

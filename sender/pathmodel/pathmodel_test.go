@@ -98,10 +98,9 @@ func TestBacklogFillsTheQueue(t *testing.T) {
 	if r.RawUtil < 0.95 {
 		t.Errorf("sending twice the link rate: utilization %.2f, want the link full", r.RawUtil)
 	}
-	// The VP8 bytes are the link less the headers and framing. The fixed
-	// target is not divided by the frames skipped, so the frames are the
-	// gap's worth, about 62 kB at 2 fps: TCP/IP 3.6% of their bytes at the
-	// bottleneck, RTP, framing and the timing report 1.7%.
+	// The VP8 bytes are the link less the headers and framing: TCP/IP
+	// 3.6% of the frames' bytes at the bottleneck, and RTP, framing and
+	// the timing report per frame.
 	var video, wire int
 	for _, f := range r.Frames[r.Frames0:] {
 		video, wire = video+f.Video, wire+f.Wire

@@ -88,7 +88,7 @@ func (s *sim) take(now time.Duration) {
 		s.enc.setBitrate(d.Bitrate)
 	}
 	forceKey := s.keyReq && (!s.hasKey || now-s.lastKey >= minKeyGap)
-	n, key, et := s.enc.encode(s.capture(k), s.latestRung, forceKey)
+	n, key, et := s.enc.encode(s.latestRung, forceKey)
 	if key {
 		s.keyReq, s.hasKey, s.lastKey = false, true, now+et
 	}
