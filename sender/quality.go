@@ -143,7 +143,16 @@ const (
 // cut per feedback delay and 100 ms, none while the queue drains. A queue
 // that grows faster than burstSlope (arrivals at four times the link rate,
 // more than a probe or a step makes) is a burst, a stall's backlog leaving
-// at once: it is drained and the capacity kept. A cut that lowered the
+// at once: it is drained and the capacity kept. So is the first queue
+// within a feedback delay and drainTime of a stall the transport reported
+// while no queue showed (its window fell below what it had measured,
+// Observation.WindowBound: BBR's PROBE_RTT holds cwnd at four segments for
+// 200 ms every 10 s). On a slow path that backlog builds its queue more
+// slowly than burstSlope, and read as congestion the rate sent a feedback
+// delay earlier, low because of the stall, became the capacity: half the
+// path's at 500 kb/s and 172 ms, regained over seconds. A window that
+// falls while a queue shows is the path's doing (the round trip grew, as
+// after a halving), not a stall. A cut that lowered the
 // capacity below regainBelow of its old value is regained at regainSpeed
 // in case it was a burst; if it congests again the path did slow. A
 // standing excess that shiftCuts cuts over shiftTime and shiftFb feedback
@@ -209,6 +218,8 @@ type Controller struct {
 	ceiling   rate.Bitrate  // the capacity estimated at the last congestion
 	riseFrom  time.Time     // the last time the excess was below qLow
 	lastBurst bool          // the last cut took the queue for a burst
+	measured  bool          // the transport has measured a drain rate
+	stallAt   time.Time     // the last stall: its window fell below what it measured, no queue showing
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
 	cuts      int           // cuts since firstCut, each within shiftTime of the last
@@ -243,7 +254,9 @@ type Observation struct {
 	// a stall shrinks it for a moment, as BBR's PROBE_RTT holds cwnd at
 	// four segments for 200 ms, or loss recovery). It is what the window
 	// lets through now, not what the path carries: the controller neither
-	// takes it for the capacity nor cuts to it.
+	// takes it for the capacity nor cuts to it. After a measurement and
+	// without a queue it marks a stall, whose backlog's queue the
+	// controller drains as a burst.
 	WindowBound bool
 	// AppLimited says the estimate comes from application-limited
 	// windows. The controller treats the drain rate as a lower bound on
@@ -429,6 +442,11 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	excess := c.excess(o, dt)
 	c.shifted(o, excess)
 	excess = c.excess(o, dt)
+	if measured(o) > 0 {
+		c.measured = true
+	} else if c.measured && o.WindowBound && excess < qHigh {
+		c.stallAt = o.Now
+	}
 	c.evidence(o, excess)
 	if excess < qLow {
 		c.riseFrom = o.Now
@@ -596,7 +614,8 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	if !c.lastCut.IsZero() && slope <= 0 && excess < c.lastCutQ {
 		return // draining
 	}
-	burst := slope > burstSlope && !c.lastBurst
+	stalled := !c.stallAt.IsZero() && o.Now.Sub(c.stallAt) < c.fb+drainTime
+	burst := (slope > burstSlope || stalled) && !c.lastBurst
 	c.lastBurst = burst
 	if burst {
 		// A queue that grows faster than the sending rate can make it

@@ -248,6 +248,52 @@ func TestControllerWindowBoundNoCut(t *testing.T) {
 	}
 }
 
+// TestControllerStallBacklogKeepsCapacity stalls as BBR's PROBE_RTT does
+// on a 500 kb/s path (cwnd at four segments for 200 ms: frames skipped
+// waiting for invitations, the drain estimate only the window's bound),
+// and then the backlog leaves: the queue grows for a round trip, more
+// slowly than a burst from a longer stall, and drains. The capacity is
+// the path's as before the stall; the cut drains the queue and no more.
+func TestControllerStallBacklogKeepsCapacity(t *testing.T) {
+	const link = 500 * rate.Kbps
+	c := NewController(testLadder, link)
+	f := newFeed(c)
+	var queue time.Duration // a fluid bottleneck queue at the link's rate
+	path := func(extra time.Duration) func() Observation {
+		return func() Observation {
+			sent := float64(f.d.Bitrate) * 1.03 // Written over Encoded, as frame fills in
+			queue = max(queue+time.Duration((sent/float64(link)-1)*float64(frame)), 0)
+			o := clean(link)()
+			o.RTT += queue + extra
+			return o
+		}
+	}
+	f.run(20*time.Second, path(0))
+	before := c.capacity
+	if before < link.Scale(0.8) || before > link.Scale(1.2) {
+		t.Fatalf("on a %v path: capacity %v before the stall", link, before)
+	}
+	f.now = f.now.Add(6 * frame)
+	o := path(0)()
+	o.DrainRate, o.WindowBound = 200*rate.Kbps, true
+	o.Skipped, o.Late = 6, 6
+	f.frame(o)
+	// The backlog adds 60 ms of queue over 400 ms (the queue before the
+	// stall stays as it was).
+	start, rate0, held := f.now, c.rate, queue
+	f.run(400*time.Millisecond, func() Observation {
+		o := clean(link)()
+		o.RTT += held + 60*time.Millisecond*f.now.Sub(start)/(400*time.Millisecond)
+		return o
+	})
+	if c.rate >= rate0 {
+		t.Fatalf("no cut while a stall's backlog built 60 ms of queue")
+	}
+	if c.capacity < before.Scale(0.9) {
+		t.Fatalf("cut after a stall's backlog: capacity %v, was %v; want it kept", c.capacity, before)
+	}
+}
+
 // TestControllerSlowEncodeNotTransport skips frames while encoding (a
 // stalled CPU), not while waiting for invitations: the path said nothing,
 // so the rate holds.
