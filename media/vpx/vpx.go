@@ -411,13 +411,12 @@ func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 // re-initialised for the new size at the current bitrate and the frame is a
 // keyframe. Rate control is told that each frame lasts f.Interval (the
 // configured 1/FPS if zero; at most media.MaxFrameInterval), not the gap
-// since the previous frame: told the gap, libvpx spends the gap's worth
-// on the next frame or more (measured at 2 Mb/s and 640x360: after a gap
-// of 3 or 6 frame intervals, 3.9 and 5.8 times a frame's bits), a burst
-// that queues behind itself on the path just when a transport's stall
-// has ended. Frames not taken lose
-// their bits, as in WebRTC's VP8 wrapper (an average frame duration, not
-// the gap). With temporal layers the frame's Layer is
+// since the previous frame: told the gap, libvpx spends the gap's worth on
+// the next frame or more (measured at 2 Mb/s and 640x360: after a gap of 3
+// or 6 frame intervals, 3.9 and 5.8 times a frame's bits), a burst that
+// queues behind itself on the path just when a transport's stall has ended.
+// Frames not taken lose their bits, as in WebRTC's VP8 wrapper (an average
+// frame duration, not the gap). With temporal layers the frame's Layer is
 // the next of media.Layering's pattern, which every keyframe restarts. It
 // returns an error wrapping media.ErrFrame or media.ErrSize for a malformed
 // frame, media.ErrClosed after Close, ErrCodec or ErrNoFrame if libvpx
