@@ -618,8 +618,9 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	burst := (slope > burstSlope || stalled) && !c.lastBurst
 	c.lastBurst = burst
 	if burst {
-		// A queue that grows faster than the sending rate can make it
-		// is a burst: the backlog a stall left (BBR's PROBE_RTT, a
+		// A queue that grows faster than the sending rate can make it,
+		// or the first after a stall the transport reported, is a
+		// burst: the backlog a stall left (BBR's PROBE_RTT, a
 		// retransmission timeout) leaving at once. It says nothing of
 		// the capacity; drain it and keep the estimate. If it goes on
 		// growing, the next cut treats it as the rate's.

@@ -85,6 +85,35 @@ func TestFrames(t *testing.T) {
 	}
 }
 
+// TestInterval makes frames whose Interval differs from the configured
+// frame rate: each is the bitrate's worth over its own Interval.
+func TestInterval(t *testing.T) {
+	sz := media.Size{W: 160, H: 90}
+	br := 200 * rate.Kbps
+	e, err := NewEncoder(media.EncoderConfig{Size: sz, Bitrate: br, FPS: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := media.NewFrame(sz)
+	if _, err := e.Encode(f, false); err != nil { // the keyframe
+		t.Fatal(err)
+	}
+	for _, iv := range []time.Duration{0, time.Second / 15} {
+		f.Interval = iv
+		ef, err := e.Encode(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := FrameLen(br, 30, false)
+		if iv > 0 {
+			want = FrameLen(br, 15, false)
+		}
+		if len(ef.Data) != want {
+			t.Errorf("Interval %v: %d bytes, want %d", iv, len(ef.Data), want)
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name string
