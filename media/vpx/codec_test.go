@@ -247,6 +247,70 @@ func setBitrate(t *testing.T, mode media.Scalability) {
 	}
 }
 
+// TestLevelReset changes the target after 10 s at another and requires the
+// ten frames after the change to follow it, with and without temporal
+// layers: libvpx carries its rate-control buffer's level over in bits, so
+// without the reset (levelsStale) they come out at 2.3 times the new
+// target after a cut to a third and at 0.6 of it after a doubling.
+func TestLevelReset(t *testing.T) {
+	sz := media.Size{W: 640, H: 360}
+	tests := []struct {
+		from, to rate.Bitrate
+		lo, hi   float64 // bounds on the ten frames' output over the new target
+	}{
+		{1950 * rate.Kbps, 650 * rate.Kbps, 0, 1.4},
+		{1000 * rate.Kbps, 500 * rate.Kbps, 0, 1.4},
+		{650 * rate.Kbps, 1300 * rate.Kbps, 0.75, 2},
+	}
+	for _, tt := range tests {
+		for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+			t.Run(fmt.Sprintf("%v-%v/%v", tt.from, tt.to, mode), func(t *testing.T) {
+				const at = 300
+				cfg := media.EncoderConfig{Size: sz, Bitrate: tt.from, Scalability: mode}
+				sizes := encodeWith(t, cfg, at+10, func(enc *Encoder, i int) {
+					if i == at {
+						if err := enc.SetBitrate(tt.to); err != nil {
+							t.Fatal(err)
+						}
+					}
+				})
+				n := 0
+				for _, b := range sizes[at:] {
+					n += b
+				}
+				got := float64(n*8) / (float64(tt.to) / 30 * 10)
+				t.Logf("ten frames after the change: %.2f times the target, %v", got, sizes[at:])
+				if got < tt.lo || got > tt.hi {
+					t.Fatalf("ten frames after %v -> %v: %.2f times the new target, want %.2f to %.2f", tt.from, tt.to, got, tt.lo, tt.hi)
+				}
+			})
+		}
+	}
+}
+
+// encodeWith encodes n frames captured at 30 fps, calling before(enc, i)
+// ahead of the i-th, and returns their sizes.
+func encodeWith(t *testing.T, cfg media.EncoderConfig, n int, before func(enc *Encoder, i int)) []int {
+	t.Helper()
+	enc, err := NewEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	f := media.NewFrame(cfg.Size)
+	sizes := make([]int, 0, n)
+	for i := range n {
+		before(enc, i)
+		media.Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "test")
+		ef, err := enc.Encode(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(ef.Data))
+	}
+	return sizes
+}
+
 func TestForceKey(t *testing.T) {
 	sz := media.Size{W: 320, H: 180}
 	enc, err := NewEncoder(media.EncoderConfig{Size: sz})
