@@ -557,13 +557,17 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // rose, or another flow holds a queue it cannot drain, and cutting further
 // would only starve the stream. The capacity from before the cuts is then
 // regained fast (see grow). The shift falls at once when the round trip
-// does.
+// does. An excess below half the first cut's is draining only while it is
+// also below the last cut's: after a shift taken while the round trip was
+// still rising, the excess left over fell once (the self term grew) and
+// then stood, and read as draining it was cut every half second for the
+// rest of a run (TestControllerRTTStepReplay).
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
 	if excess <= qHigh || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
 		return
 	}
-	if excess < c.firstCutQ/2 {
+	if excess < c.firstCutQ/2 && excess < c.lastCutQ {
 		return // it is draining
 	}
 	low := o.RTT

@@ -1,0 +1,107 @@
+package sender
+
+import (
+	"bufio"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"replenish/media"
+	"replenish/rate"
+)
+
+// traceFrame is one line of a recorded trace (testdata/*.csv): the
+// transport's state at a frame's invitation and the frame's encoding.
+type traceFrame struct {
+	at, capture  time.Duration // since the trace's start
+	drain        rate.Bitrate
+	windowBound  bool
+	srtt, minRTT time.Duration
+	encoded      int
+	key          bool
+	encode       time.Duration
+}
+
+func readTrace(t *testing.T, name string) []traceFrame {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []traceFrame
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var v [9]int64
+		fields := strings.Split(line, ",")
+		if len(fields) != len(v) {
+			t.Fatalf("%s: %q: want %d fields", name, line, len(v))
+		}
+		for i, s := range fields {
+			if v[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+		}
+		us := func(x int64) time.Duration { return time.Duration(x) * time.Microsecond }
+		out = append(out, traceFrame{at: us(v[0]), drain: rate.Bitrate(v[1]), windowBound: v[2] != 0, srtt: us(v[3]), minRTT: us(v[4]),
+			encoded: int(v[5]), key: v[6] != 0, encode: us(v[7]), capture: us(v[8])})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// replay feeds c the trace's observations, each frame's encoding reported
+// with the next one, and calls each(i, d) after each.
+func replay(c *Controller, tr []traceFrame, fps float64, each func(i int, d Decision)) {
+	start := time.Unix(1000, 0)
+	for i, fr := range tr {
+		o := Observation{Now: start.Add(fr.at), DrainRate: fr.drain, WindowBound: fr.windowBound, RTT: fr.srtt, MinRTT: fr.minRTT}
+		if i > 0 {
+			p := tr[i-1]
+			o.Encoded, o.Written, o.Keyframe, o.EncodeTime = p.encoded, p.encoded*103/100, p.key, p.encode
+			if sk := int(math.Round((fr.capture-p.capture).Seconds()*fps)) - 1; sk > 0 {
+				o.Skipped, o.Late = sk, sk
+			}
+		}
+		each(i, c.Update(o))
+	}
+}
+
+// TestControllerRTTStepReplay replays a real run whose round trip stepped
+// from 20 to 172 ms: the base must move up to the new round trip. The
+// first shift came while the smoothed RTT still rose (the lowest of the
+// second before it, 104 ms over the minimum against the 156 that stayed),
+// and the excess left over, about 20 ms once the self term grew, was below
+// half the excess at the first cut after the shift, which the controller
+// took for a queue draining: it cut every half second for the rest of the
+// run (2 Mb/s down to 150 kb/s, utilization 0.55) and never moved the base
+// again. An excess that no longer falls below the last cut's is not
+// draining.
+func TestControllerRTTStepReplay(t *testing.T) {
+	tr := readTrace(t, "testdata/rttstep.csv")
+	c := NewController(media.Ladder, 2*rate.Mbps)
+	var shiftAt time.Duration
+	replay(c, tr, 30, func(i int, d Decision) {
+		if shiftAt == 0 && c.shift > 140*time.Millisecond {
+			shiftAt = tr[i].at
+		}
+	})
+	last := tr[len(tr)-1]
+	want := last.srtt - last.minRTT
+	t.Logf("base shift %v at the end (round trip %v over the minimum), first past 140 ms at %v", c.shift, want, shiftAt)
+	if c.shift < want*9/10 {
+		t.Fatalf("base shift %v after the round trip rose %v for good", c.shift, want)
+	}
+	if step := 20 * time.Second; shiftAt > step+6*time.Second {
+		t.Fatalf("base moved at %v, %v after the step", shiftAt, shiftAt-step)
+	}
+}
