@@ -162,6 +162,12 @@ func TestGapNotBilled(t *testing.T) {
 // the one before, each with the given Interval, and returns their sizes.
 func encodeEvery(t *testing.T, cfg media.EncoderConfig, interval time.Duration, n int, ticks func(i int) int) []int {
 	t.Helper()
+	return encodeWith(t, cfg, interval, n, ticks, func(*Encoder, int) {})
+}
+
+// encodeWith is encodeEvery calling before(enc, i) ahead of the i-th frame.
+func encodeWith(t *testing.T, cfg media.EncoderConfig, interval time.Duration, n int, ticks func(i int) int, before func(enc *Encoder, i int)) []int {
+	t.Helper()
 	enc, err := NewEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +178,7 @@ func encodeEvery(t *testing.T, cfg media.EncoderConfig, interval time.Duration, 
 	tick := 0
 	sizes := make([]int, 0, n)
 	for i := range n {
+		before(enc, i)
 		tick += ticks(i)
 		media.Render(f, t0.Add(time.Duration(tick)*time.Second/30), uint64(tick), "test")
 		ef, err := enc.Encode(f, false)
@@ -267,7 +274,7 @@ func TestLevelReset(t *testing.T) {
 			t.Run(fmt.Sprintf("%v-%v/%v", tt.from, tt.to, mode), func(t *testing.T) {
 				const at = 300
 				cfg := media.EncoderConfig{Size: sz, Bitrate: tt.from, Scalability: mode}
-				sizes := encodeWith(t, cfg, at+10, func(enc *Encoder, i int) {
+				sizes := encodeWith(t, cfg, 0, at+10, func(int) int { return 1 }, func(enc *Encoder, i int) {
 					if i == at {
 						if err := enc.SetBitrate(tt.to); err != nil {
 							t.Fatal(err)
@@ -286,29 +293,6 @@ func TestLevelReset(t *testing.T) {
 			})
 		}
 	}
-}
-
-// encodeWith encodes n frames captured at 30 fps, calling before(enc, i)
-// ahead of the i-th, and returns their sizes.
-func encodeWith(t *testing.T, cfg media.EncoderConfig, n int, before func(enc *Encoder, i int)) []int {
-	t.Helper()
-	enc, err := NewEncoder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
-	f := media.NewFrame(cfg.Size)
-	sizes := make([]int, 0, n)
-	for i := range n {
-		before(enc, i)
-		media.Render(f, t0.Add(time.Duration(i)*time.Second/30), uint64(i), "test")
-		ef, err := enc.Encode(f, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes = append(sizes, len(ef.Data))
-	}
-	return sizes
 }
 
 func TestForceKey(t *testing.T) {
