@@ -267,7 +267,7 @@ func TestLevelReset(t *testing.T) {
 	}{
 		{1950 * rate.Kbps, 650 * rate.Kbps, 0, 1.4},
 		{1000 * rate.Kbps, 500 * rate.Kbps, 0, 1.4},
-		{650 * rate.Kbps, 1300 * rate.Kbps, 0.75, 2},
+		{650 * rate.Kbps, 1300 * rate.Kbps, 0.71, 2},
 	}
 	for _, tt := range tests {
 		for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
