@@ -55,5 +55,6 @@ type EncodedFrame struct {
 }
 
 // MaxFrameInterval caps the duration an encoder's rate control is told a
-// frame covers (4 fps).
+// frame covers (4 fps), so that a frame whose Interval is long (a source at
+// a very low frame rate) is not given seconds' worth of bits at once.
 const MaxFrameInterval = 250 * time.Millisecond

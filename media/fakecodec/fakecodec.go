@@ -112,8 +112,8 @@ func FrameLen(b rate.Bitrate, fps int, key bool) int {
 // Encode makes the frame for f: a keyframe if forceKey is set, if it is the
 // first frame, or if f's size differs from the previous frame's (the
 // encoder then takes the new size, keeping its bitrate), FrameLen long at
-// the frame rate of f.Interval (the configured FPS if zero). It does not
-// block.
+// the frame rate of f.Interval (the configured FPS if zero; at most
+// media.MaxFrameInterval, as media/vpx). It does not block.
 // It returns an error wrapping media.ErrSize or media.ErrFrame for a
 // malformed frame, or media.ErrClosed after Close.
 func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, error) {
@@ -131,7 +131,7 @@ func (e *Encoder) Encode(f *media.Frame, forceKey bool) (media.EncodedFrame, err
 	e.started = true
 	fps := e.fps
 	if f.Interval > 0 {
-		fps = max(int(time.Second/f.Interval), 1)
+		fps = max(int(time.Second/min(f.Interval, media.MaxFrameInterval)), 1)
 	}
 	data := make([]byte, FrameLen(e.bitrate, fps, key))
 	head := tagLen

@@ -98,16 +98,21 @@ func TestInterval(t *testing.T) {
 	if _, err := e.Encode(f, false); err != nil { // the keyframe
 		t.Fatal(err)
 	}
-	for _, iv := range []time.Duration{0, time.Second / 15} {
+	for _, tt := range []struct {
+		iv  time.Duration
+		fps int
+	}{
+		{0, 30},
+		{time.Second / 15, 15},
+		{2 * time.Second, int(time.Second / media.MaxFrameInterval)}, // capped
+	} {
+		iv := tt.iv
 		f.Interval = iv
 		ef, err := e.Encode(f, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := FrameLen(br, 30, false)
-		if iv > 0 {
-			want = FrameLen(br, 15, false)
-		}
+		want := FrameLen(br, tt.fps, false)
 		if len(ef.Data) != want {
 			t.Errorf("Interval %v: %d bytes, want %d", iv, len(ef.Data), want)
 		}
