@@ -450,7 +450,7 @@ func TestQUICHeldFramesBounded(t *testing.T) {
 				}
 			}
 			f.closedByViewer(t)
-			eventually(t, "stream disconnected", func() bool { s, _ := ts.stats(t).stream("held"); return !s.Connected })
+			eventually(t, "stream disconnected", func() bool { s, ok := ts.stats(t).stream("held"); return ok && !s.Connected })
 			if s, _ := ts.stats(t).stream("held"); s.FramesReceived != 1 {
 				t.Errorf("%d frames received past the open stream, want 1", s.FramesReceived)
 			}
@@ -481,5 +481,5 @@ func TestQUICFraming(t *testing.T) {
 	bad.Write(append(roqHeader(), 0)) // a zero-length packet
 	bad.Close()
 	f.closedByViewer(t)
-	eventually(t, "stream disconnected", func() bool { s, _ := ts.stats(t).stream("flows"); return !s.Connected })
+	eventually(t, "stream disconnected", func() bool { s, ok := ts.stats(t).stream("flows"); return ok && !s.Connected })
 }

@@ -179,7 +179,7 @@ func TestGarbageSenderDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 			bad.closedByViewer(t)
-			eventually(t, "bad stream disconnected", func() bool { s, _ := ts.stats(t).stream("bad"); return !s.Connected })
+			eventually(t, "bad stream disconnected", func() bool { s, ok := ts.stats(t).stream("bad"); return ok && !s.Connected })
 
 			before, _ := ts.stats(t).stream("good")
 			eventually(t, "good stream still flowing", func() bool {
@@ -228,7 +228,7 @@ func TestReconnectKeepsStream(t *testing.T) {
 	}
 	h1, _ := page.nextFrame(t)
 	first.conn.Close()
-	eventually(t, "disconnect", func() bool { s, _ := ts.stats(t).stream("cam"); return !s.Connected })
+	eventually(t, "disconnect", func() bool { s, ok := ts.stats(t).stream("cam"); return ok && !s.Connected })
 
 	second := dialSender(t, ts, "cam")
 	if _, err := second.sendFrame(fakeVP8(true, 320, 180, 200), time.Now()); err != nil {
@@ -245,7 +245,7 @@ func TestReconnectKeepsStream(t *testing.T) {
 
 	// The stream a connection joined by its name is the one it leaves.
 	second.conn.Close()
-	eventually(t, "disconnect after the reconnection", func() bool { s, _ := ts.stats(t).stream("cam"); return !s.Connected })
+	eventually(t, "disconnect after the reconnection", func() bool { s, ok := ts.stats(t).stream("cam"); return ok && !s.Connected })
 	if st := ts.stats(t); len(st.Streams) != 1 {
 		t.Fatalf("streams %+v, want one", st.Streams)
 	}
@@ -275,12 +275,19 @@ func TestStreamCap(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.MaxStreams = 2 })
 	a := dialSender(t, ts, "a")
 	dialSender(t, ts, "b")
-	eventually(t, "two streams", func() bool { return len(ts.stats(t).Streams) == 2 })
+	// A stream is listed under its remote address until its sender names
+	// it, so wait for both names before looking at a by name.
+	eventually(t, "two named streams", func() bool {
+		st := ts.stats(t)
+		_, hasA := st.stream("a")
+		_, hasB := st.stream("b")
+		return hasA && hasB
+	})
 	refused := dialSender(t, ts, "c")
 	refused.closedByViewer(t)
 
 	a.conn.Close()
-	eventually(t, "a disconnected", func() bool { s, _ := ts.stats(t).stream("a"); return !s.Connected })
+	eventually(t, "a disconnected", func() bool { s, ok := ts.stats(t).stream("a"); return ok && !s.Connected })
 	dialSender(t, ts, "c")
 	eventually(t, "c replaces a", func() bool {
 		st := ts.stats(t)
