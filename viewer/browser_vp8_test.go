@@ -101,6 +101,10 @@ type pageCounters struct {
 	DisplayedByLayer []int `json:"displayedByLayer"`
 }
 
+// g2gSlack is how far below zero a glass-to-glass time on one host may
+// read: the page's and the sender's clock offsets are estimates.
+const g2gSlack = 50.0 // ms
+
 type pageState struct {
 	Connected bool                    `json:"connected"`
 	ClientID  uint32                  `json:"clientId"`
@@ -187,10 +191,14 @@ func TestBrowserPage(t *testing.T) {
 		if c.Transport != transports[c.Name] || c.Mode != "replenish=15ms" {
 			t.Errorf("%s: shown as %q, %q; want %q, replenish=15ms", c.Name, c.Transport, c.Mode, transports[c.Name])
 		}
-		// On one host the glass-to-glass latency is tens of ms; the bound
-		// only catches a wrong clock or unit.
-		if c.LastG2G == nil || *c.LastG2G < 0 || *c.LastG2G > 10_000 {
-			t.Errorf("%s: last glass-to-glass %v ms", c.Name, c.LastG2G)
+		// On one host the glass-to-glass latency is a few ms and the
+		// clock offsets the page and the sender estimate are off by up to
+		// half their probes' round trips, so a loaded machine can show a
+		// small negative value; the bounds only catch a wrong clock or unit.
+		if c.LastG2G == nil {
+			t.Errorf("%s: no glass-to-glass", c.Name)
+		} else if g := *c.LastG2G; g < -g2gSlack || g > 10_000 {
+			t.Errorf("%s: last glass-to-glass %.1f ms", c.Name, g)
 		}
 	}
 
