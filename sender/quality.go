@@ -259,9 +259,9 @@ type Observation struct {
 	// controller drains as a burst.
 	WindowBound bool
 	// AppLimited says the estimate comes from application-limited
-	// windows. The controller treats the drain rate as a lower bound on
-	// the path's rate either way, so it does not read this; it is here
-	// for the frame records.
+	// windows: it measured the stream's own rate, a lower bound on the
+	// path's. At a cut the controller then takes the queue's growth over
+	// it when the growth says the path carries more (see congested).
 	AppLimited bool
 	// Unsent is the transport's unsent backlog at the invitation, bytes.
 	// The invitation rule keeps it below a few packets, so it carries no
@@ -646,10 +646,18 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	}
 	// The drain rate measured the bottleneck while this queue built; it
 	// is the better estimate unless the queue's growth says the path is
-	// well below it (it slowed, and the windowed maximum remembers).
+	// well below it (it slowed, and the windowed maximum remembers). A
+	// drain rate from application-limited windows measured only the
+	// stream's own rate, a lower bound: when the growth says the path
+	// carries more, the growth's estimate stands. (At 100 kb/s a frame is
+	// one packet, no window is backlogged, and the drain rate sat at the
+	// rate the stream had cruised at: each cut set the capacity back to
+	// it, and the link stayed 90% busy.)
 	est := sent.Scale(1 / (1 + max(slope, 0)))
 	if d := measured(o); d > 0 && est >= d.Scale(drainTrust) {
-		est = d
+		if !o.AppLimited || est < d {
+			est = d
+		}
 	} else {
 		est = sent.Scale(1 / (1 + lagFactor*max(slope, 0)))
 	}

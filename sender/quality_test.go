@@ -162,6 +162,7 @@ func TestControllerCutsOnQueueing(t *testing.T) {
 	last := c.Target()
 	f.run(1500*time.Millisecond, func() Observation {
 		o := clean(2 * rate.Mbps)()
+		o.AppLimited = false // the drain rate is the path's, as above
 		o.RTT += f.now.Sub(start) / 2
 		if tg := c.Target(); tg < last {
 			cuts = append(cuts, f.now)

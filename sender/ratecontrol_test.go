@@ -439,3 +439,29 @@ func cmpF(a, b float64) int {
 	}
 	return 0
 }
+
+// TestLowRateFillsLink checks the cruise at 100 kb/s, where a frame is one
+// packet: no window is ever backlogged, so the transport's drain rate
+// measures only the stream's own rate. Taken for the capacity at every
+// cut, it held the link about 91% busy (median of seven seeds, CUBIC, at
+// 20, 80 and 172 ms: 0.915, 0.919, 0.895); with the queue's growth trusted
+// over an application-limited drain rate, 0.950, 0.934, 0.930.
+func TestLowRateFillsLink(t *testing.T) {
+	for _, rtt := range []time.Duration{20, 80, 172} {
+		p := pathmodel.Path{Rate: 100 * rate.Kbps, RTT: rtt * time.Millisecond, Queue: 200 * time.Millisecond, CC: pathmodel.Cubic}
+		var utils []float64
+		for k := range 7 {
+			r, err := pathmodel.Run(pathmodel.Config{Path: p, Seed: uint64(k + 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			utils = append(utils, r.RawUtil)
+		}
+		slices.Sort(utils)
+		med := utils[len(utils)/2]
+		t.Logf("%v: link busy %.3f (seeds %.3f)", p.RTT, med, utils)
+		if med < 0.925 {
+			t.Errorf("100 kb/s, %v: link %.3f busy (median of %.3f), want at least 0.925", p.RTT, med, utils)
+		}
+	}
+}
