@@ -561,7 +561,12 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // also below the last cut's: after a shift taken while the round trip was
 // still rising, the excess left over fell once (the self term grew) and
 // then stood, and read as draining it was cut every half second for the
-// rest of a run (TestControllerRTTStepReplay).
+// rest of a run (TestControllerRTTStepReplay). Nor does the base move
+// while the excess is not standing: within a feedback delay of a cut,
+// which has yet to show, or while the smoothed RTT falls (a queue
+// draining) or rises faster than slopeHigh (a queue growing). A halving's
+// queue that the first cuts had not caught (TestControllerHalvingReplay)
+// was taken for a raised round trip as it fell.
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
 	if excess <= qHigh || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
@@ -569,6 +574,16 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	}
 	if excess < c.firstCutQ/2 && excess < c.lastCutQ {
 		return // it is draining
+	}
+	// The samples come a frame apart and none while the transport holds
+	// the frames back on its window: take at least the last three, or the
+	// trend over a gap reads as flat.
+	from := c.slopeFrom(o.Now)
+	if k := len(c.rtts) - 3; k >= 0 && c.rtts[k].t.Before(from) {
+		from = c.rtts[k].t
+	}
+	if sl := c.slopeSince(o.Now, from); o.Now.Sub(c.lastCut) < c.fb || sl < 0 || sl > slopeHigh {
+		return
 	}
 	low := o.RTT
 	for _, s := range c.rtts {
@@ -585,10 +600,21 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 // qLow) if that is more recent, so that a queue growing since a moment ago
 // is not averaged with the flat time before it.
 func (c *Controller) slope(now time.Time) float64 {
+	return c.slopeSince(now, c.slopeFrom(now))
+}
+
+// slopeFrom returns the start of slope's window.
+func (c *Controller) slopeFrom(now time.Time) time.Time {
 	from := now.Add(-slopeWindow)
 	if c.riseFrom.After(from) {
 		from = c.riseFrom
 	}
+	return from
+}
+
+// slopeSince returns the trend of the smoothed RTT since from, in seconds
+// per second; 0 over fewer than three samples.
+func (c *Controller) slopeSince(now, from time.Time) float64 {
 	var n, st, sv, stt, stv float64
 	for _, s := range c.rtts {
 		if s.t.Before(from) {

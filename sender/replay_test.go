@@ -105,3 +105,32 @@ func TestControllerRTTStepReplay(t *testing.T) {
 		t.Fatalf("base moved at %v, %v after the step", shiftAt, shiftAt-step)
 	}
 }
+
+// TestControllerHalvingReplay replays real runs whose link halved from 2
+// to 1 Mb/s while the cuts after a probe were under way. The first cuts
+// aimed at the drain rate's windowed maximum, which still remembered
+// 2 Mb/s; the queue rose to 300 to 380 ms over the minimum, and as it fell
+// (the transport had stopped for half a second on its window) the
+// controller, two seconds after the probe's first cut and with the excess
+// not halved, took the falling queue for a raised round trip and put the
+// base 135 and 182 ms above the minimum, so that the next queue read as
+// short.
+// An excess that rises or falls is not standing, and over the transport's
+// stall (no samples for 0.7 s in the BBR run) the trend must still show
+// the fall: the base must stay.
+func TestControllerHalvingReplay(t *testing.T) {
+	for _, name := range []string{"testdata/halving.csv", "testdata/halving-bbr.csv"} {
+		tr := readTrace(t, name)
+		c := NewController(media.Ladder, 2*rate.Mbps)
+		var most, at time.Duration
+		replay(c, tr, 30, func(i int, d Decision) {
+			if c.shift > most {
+				most, at = c.shift, tr[i].at
+			}
+		})
+		t.Logf("%s: largest base shift %v at %v", name, most, at)
+		if most > 50*time.Millisecond {
+			t.Errorf("%s: base moved %v at %v on the halving's queue", name, most, at)
+		}
+	}
+}
