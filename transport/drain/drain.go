@@ -31,7 +31,11 @@
 //     the network, not the sender's socket, holds, as when a loss-based
 //     congestion control fills a bottleneck buffer);
 //   - keeps the highest window of the last Rounds round trips (or of two
-//     windows' spans, where gathering MinAcks takes longer). The newest
+//     windows' spans, where gathering MinAcks takes longer), a round trip
+//     being the smoothed RTT but at most twice the minimum: the queue a
+//     sender builds after the path slowed must not stretch the memory of
+//     the old rate (4 s at a 400 ms smoothed RTT after a halving to
+//     1 Mb/s at 80 ms, while the controller's cuts aimed at it). The newest
 //     path-limited window stays as a floor after it ages out. An
 //     application-limited window measures at least the sender's own rate,
 //     a lower bound of the path: it raises the estimate when it is the
@@ -60,8 +64,8 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	// DefaultRounds is how many smoothed round trips a window stays in the
-	// maximum.
+	// DefaultRounds is how many round trips (smoothed, at most twice the
+	// minimum) a window stays in the maximum.
 	DefaultRounds = 10
 	// DefaultMinAcks is the fewest acknowledgements a window spans. A
 	// window's ends fall between acknowledgements, so its byte count is
@@ -77,8 +81,8 @@ const maxEntries = 64
 
 // Config sets an Estimator's parameters. The zero value is the default.
 type Config struct {
-	// Rounds is how many smoothed round trips a window stays in the
-	// maximum. Zero means DefaultRounds.
+	// Rounds is how many round trips (smoothed, at most twice the
+	// minimum) a window stays in the maximum. Zero means DefaultRounds.
 	Rounds int
 	// MinAcks is the fewest acknowledgements a window spans. Zero means
 	// DefaultMinAcks.

@@ -28,7 +28,8 @@ type Estimator struct {
 	held   window    // the newest window, for when every window has aged out
 	pacing []reading // pacing rates of the last Rounds round trips: decreasing, oldest first
 	last   Estimate
-	// horizon is how long a window stays live: Rounds round trips, or
+	// horizon is how long a window stays live: Rounds round trips (each
+	// the smoothed RTT, at most twice the minimum), or
 	// twice the newest window's span if longer (at low rates a window
 	// needs more than Rounds round trips to gather MinAcks
 	// acknowledgements, and must stay live until the next can close).
@@ -87,7 +88,14 @@ func (e *Estimator) Add(s Sample) Estimate {
 		e.begin(s)
 	}
 	e.started, e.prev = true, s
-	e.horizon = max(time.Duration(e.rounds)*s.SRTT, 2*e.span)
+	// A round trip counts at most twice the minimum: a queue the sender
+	// built after the path slowed inflates the smoothed RTT, and would
+	// stretch the memory of the old rate just when the cuts aim at it.
+	rt := s.SRTT
+	if s.MinRTT > 0 {
+		rt = min(rt, 2*s.MinRTT)
+	}
+	e.horizon = max(time.Duration(e.rounds)*rt, 2*e.span)
 	e.expire(s.At)
 	if !closed.end.IsZero() {
 		e.admit(closed)

@@ -294,3 +294,22 @@ func TestSourceText(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatorRateDropUnderQueue: a round trip inflated by the
+// bottleneck's own queue does not stretch the maximum's memory. After a
+// halving the queue grows, and the old rate must age out within Rounds
+// round trips of twice the minimum, not of the smoothed RTT the queue
+// inflated (4 s at 400 ms, while the cuts that followed aimed at it).
+func TestEstimatorRateDropUnderQueue(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	l.s.SRTT, l.s.MinRTT = 400*time.Millisecond, 40*time.Millisecond
+	l.run(e, 10*time.Second, 7*time.Millisecond, 4*rate.Mbps, backlogged)
+	horizon := time.Duration(DefaultRounds) * 2 * l.s.MinRTT
+	if est := l.run(e, horizon/2, 7*time.Millisecond, 2*rate.Mbps, backlogged); !near(est.Rate, 4*rate.Mbps, 0.05) {
+		t.Errorf("soon after the drop: %+v", est)
+	}
+	if est := l.run(e, horizon, 7*time.Millisecond, 2*rate.Mbps, backlogged); !near(est.Rate, 2*rate.Mbps, 0.05) {
+		t.Errorf("%v after the drop, with the smoothed RTT at %v: %+v, want 2 Mb/s", horizon*3/2, l.s.SRTT, est)
+	}
+}
