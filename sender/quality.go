@@ -30,6 +30,8 @@ const (
 	drainTime    = time.Second            // a cut also drains the excess queue within this
 	qHigh        = 12 * time.Millisecond  // excess queueing that means congestion
 	qLow         = 6 * time.Millisecond   // excess queueing below which the rate may rise
+	noiseK       = 2                      // the band's top is at least this many standard deviations of a frame's serialization
+	noiseGain    = 0.02                   // the size deviation's average, per frame
 	slopeHigh    = 0.25                   // a round trip growing this fast (s/s) means congestion
 	burstSlope   = 3                      // growing faster than this (s/s), the queue is a burst
 	refWindow    = 4 * time.Second        // the window of the self term (and of the kept round trips)
@@ -129,8 +131,9 @@ const (
 //
 // # Congestion
 //
-// An excess above qHigh, or above qLow while the slope exceeds slopeHigh,
-// is congestion, except within keyPayback and a round trip of a keyframe
+// An excess above the band (qHigh, or more where the frames' own size
+// noise moves the signal more: see band), or above its bottom while the
+// slope exceeds slopeHigh, is congestion, except within keyPayback and a round trip of a keyframe
 // (whose queue is paid back instead). The capacity is then the rate sent a
 // feedback delay ago divided by one plus the queue's growth, or the drain
 // rate if that agrees within drainTrust (the drain rate measured the
@@ -181,7 +184,9 @@ const (
 //
 // qHigh and qLow hold the standing queue between 6 and 12 ms, well inside
 // the 25 ms the capture-to-received median may exceed the floor, with
-// room for a probe's overshoot. cruiseGain leaves 2% for the frames' size
+// room for a probe's overshoot. On the lowest rung a frame is 65 ms of
+// the link and one larger than the last queues more than 12 ms: there
+// the band follows the frames' size noise (band), about 8 to 16 ms. cruiseGain leaves 2% for the frames' size
 // noise: with L1T3's even split (media/vpx) a frame's size varies by 2 to
 // 10% (log standard deviation, measured at 500 kb/s to 20 Mb/s), and the
 // packets carry 3 to 5% besides the payload, so the cruising rate must
@@ -216,12 +221,15 @@ type Controller struct {
 	frameAvg  float64       // bytes written per frame, averaged
 	encode    time.Duration // encode time per frame at the current rung, averaged; 0 if unknown
 	ceiling   rate.Bitrate  // the capacity estimated at the last congestion
-	riseFrom  time.Time     // the last time the excess was below qLow
+	riseFrom  time.Time     // the last time the excess was below the band (low)
 	lastBurst bool          // the last cut took the queue for a burst
 	measured  bool          // the transport has measured a drain rate
 	stallAt   time.Time     // the last stall: its window fell below what it measured, no queue showing
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
+	sizeDev   float64       // the log size's change from frame to frame, mean absolute
+	lastSize  int           // bytes written for the frame before, 0 after a keyframe
+	low, high time.Duration // the congestion band, see band
 	cuts      int           // cuts since firstCut, each within shiftTime of the last
 	firstCut  time.Time
 	firstCutQ time.Duration
@@ -382,6 +390,14 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 	if c.frameAvg == 0 {
 		c.frameAvg = float64(o.Written)
 	}
+	if c.lastSize > 0 && !o.Keyframe {
+		d := math.Abs(math.Log(float64(o.Written) / float64(c.lastSize)))
+		c.sizeDev += (d - c.sizeDev) * noiseGain
+	}
+	c.lastSize = o.Written
+	if o.Keyframe {
+		c.lastSize = 0
+	}
 	c.frameAvg += (float64(o.Written) - c.frameAvg) * 0.1
 	c.overhead += (float64(o.Written)/float64(o.Encoded) - c.overhead) * 0.1
 	c.sent = push(c.sent, sample{c.prev, float64(o.Written)}, o.Now.Add(-sentKeep))
@@ -439,26 +455,27 @@ func (c *Controller) sentRate(from, to time.Time) rate.Bitrate {
 func (c *Controller) control(o Observation, dt time.Duration) {
 	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT)}, o.Now.Add(-refWindow))
 	c.fb = c.feedback(o, dt)
+	c.low, c.high = c.band()
 	excess := c.excess(o, dt)
 	c.shifted(o, excess)
 	excess = c.excess(o, dt)
 	if measured(o) > 0 {
 		c.measured = true
-	} else if c.measured && o.WindowBound && excess < qHigh {
+	} else if c.measured && o.WindowBound && excess < c.high {
 		c.stallAt = o.Now
 	}
 	c.evidence(o, excess)
-	if excess < qLow {
+	if excess < c.low {
 		c.riseFrom = o.Now
 	}
 	slope := c.slope(o.Now)
 	keyed := o.Now.Before(c.keyUntil)
 	switch {
-	case !keyed && (excess > qHigh || (slope > slopeHigh && excess > qLow)):
+	case !keyed && (excess > c.high || (slope > slopeHigh && excess > c.low)):
 		c.congested(o, excess, slope)
 	case !keyed && c.skips > skipHigh:
 		c.transportLimited(o)
-	case excess < qLow || (c.phase == recovering && excess < qHigh):
+	case excess < c.low || (c.phase == recovering && excess < c.high):
 		c.grow(o, dt)
 	default:
 		c.phaseAt = c.phaseAt.Add(dt) // hold: the phase's clock waits
@@ -474,6 +491,27 @@ func (c *Controller) feedback(o Observation, dt time.Duration) time.Duration {
 	}
 	acks := float64((o.Written + mssGuess - 1) / mssGuess)
 	return o.RTT + max(dt, time.Duration(8/acks*float64(dt)))
+}
+
+// band returns the congestion band: an excess below low lets the rate
+// rise, one above high is congestion. It is qLow to qHigh unless the
+// frames' own size noise moves the delay signal more: then high is noiseK
+// standard deviations of a frame's serialization at the capacity, and low
+// half of it. A cruising stream's frame is about a frame interval of the
+// link whatever the rate, and its size varies with libvpx's rate control
+// and the temporal layers. The deviation is taken from one frame to the
+// next (the mean absolute change of the log size, times √π/2 for two
+// normal samples' difference), so that a change of target or rung, which
+// moves the average, is not taken for noise. On the lowest rung (15 fps:
+// a frame is about 65 ms of the link) the frames vary by 11 to 13%
+// (measured at 100 kb/s), so high is 15 to 17 ms, and the queue a frame
+// larger than the last leaves is not a cut; at 30 fps, with 2 to 10%
+// (500 kb/s to 20 Mb/s), it stays qHigh.
+func (c *Controller) band() (low, high time.Duration) {
+	ser := c.capacity.Duration(int(c.frameAvg))
+	sd := c.sizeDev * math.Sqrt(math.Pi) / 2
+	high = max(qHigh, time.Duration(noiseK*sd*float64(ser)))
+	return max(qLow, high/2), high
 }
 
 // probeSpeed returns the relative growth per second with which a probe
@@ -496,7 +534,7 @@ func (c *Controller) probeSpeed() float64 {
 // is not taken. The ceiling itself goes once the controller has sent above
 // it without a queue building: the path has become faster.
 func (c *Controller) evidence(o Observation, excess time.Duration) {
-	clean := excess < qLow && c.skips < skipHigh
+	clean := excess < c.low && c.skips < skipHigh
 	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
 	if !clean {
 		sent = 0
@@ -569,7 +607,7 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // was taken for a raised round trip as it fell.
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
-	if excess <= qHigh || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
+	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
 		return
 	}
 	if excess < c.firstCutQ/2 && excess < c.lastCutQ {
