@@ -47,7 +47,6 @@ const (
 	skipHigh     = 0.3                    // the fraction of frames skipped that lowers the rate
 	skipStep     = 0.9                    // by at least this factor
 	keyPayback   = 500 * time.Millisecond // a keyframe's excess is paid back over this
-	burstFrame   = 1.6                    // a frame this many times the average is paid back as a keyframe is
 	upHold       = time.Second            // the rate must qualify this long before moving up a rung
 	downHold     = time.Second            // and be below the rung's Min this long before moving down
 	downFar      = 0.6                    // unless it is below this share of the Min
@@ -172,13 +171,12 @@ const (
 //
 // # Per frame and rung
 //
-// A keyframe's excess over a nominal frame is paid back over keyPayback,
-// and so is a frame more than burstFrame times the average (a scene
-// change). A frame after skipped ones is one frame interval's worth (the
-// encoder is told the interval, not the gap), so its output against the
-// target is reckoned over the interval. The rung moves up when the target
-// has held for upHold at the current rung's Max or the next rung's default
-// (the lesser), or at the next rung's Min with the encoder below saturated of
+// A keyframe's excess over a nominal frame is paid back over keyPayback. A
+// frame after skipped ones is one frame interval's worth (the encoder is
+// told the interval, not the gap), so its output against the target is
+// reckoned over the interval. The rung moves up when the target has held
+// for upHold at the current rung's Max or the next rung's default (the
+// lesser), or at the next rung's Min with the encoder below saturated of
 // its target (it cannot fill the rung), and the next rung's frames would
 // encode within encodeBudget (60% of a 30 fps interval); down after
 // downHold below the rung's Min, at once below downFar of it; never within
@@ -230,8 +228,7 @@ type Controller struct {
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
-	sizeN     float64       // the changes sizeDev has seen
-	lastSize  int           // bytes written for the frame before, 0 after a keyframe or a burst
+	lastSize  int           // bytes written for the frame before, 0 after a keyframe
 	low, high time.Duration // the congestion band, see band
 	cuts      int           // cuts since firstCut, each within shiftTime of the last
 	firstCut  time.Time
@@ -393,21 +390,12 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 	if c.frameAvg == 0 {
 		c.frameAvg = float64(o.Written)
 	}
-	// A frame far above the average (a scene change: the synthetic
-	// source's frame counter gaining a digit at 160x90 doubles two
-	// frames) is a burst of the source's own, as a keyframe is: its
-	// queue is paid back, not taken for congestion, nor its size for
-	// noise. Nor is a frame at the rate after a gap or on a rung of a lower
-	// frame rate (the nominal frame).
-	nominal := float64(c.rate) / 8 * dt.Seconds()
-	burst := o.Keyframe || float64(o.Written) > burstFrame*max(c.frameAvg, nominal)
-	if c.lastSize > 0 && !burst {
+	if c.lastSize > 0 && !o.Keyframe {
 		d := math.Abs(math.Log(float64(o.Written) / float64(c.lastSize)))
-		c.sizeN++
-		c.sizeDev += (d - c.sizeDev) * max(noiseGain, 1/c.sizeN) // the mean until the average's memory is full
+		c.sizeDev += (d - c.sizeDev) * noiseGain
 	}
 	c.lastSize = o.Written
-	if burst {
+	if o.Keyframe {
 		c.lastSize = 0
 	}
 	c.frameAvg += (float64(o.Written) - c.frameAvg) * 0.1
@@ -419,7 +407,8 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 		got := float64(o.Encoded*8) / (dt.Seconds() / float64(1+o.Skipped)) / float64(c.prevBits)
 		c.outRatio += (min(got, 2) - c.outRatio) * min(dt.Seconds(), 1)
 	}
-	if burst {
+	if o.Keyframe {
+		nominal := float64(c.rate) / 8 * dt.Seconds()
 		if extra := float64(o.Written) - nominal; extra > 0 {
 			c.debt += extra
 		}
@@ -538,17 +527,14 @@ func (c *Controller) probeSpeed() float64 {
 // delivered rate is a lower bound on capacity, whether the transport's
 // measured drain rate (the most bytes delivered over a window of at least
 // a round trip; not its window bound, which is no delivery) or the rate the
-// controller sent while no queue built (not while a keyframe or a burst
-// is paid back: its bytes were sent, but their queue has yet to show; a
-// scene change's two large frames put the capacity 20% over the path at
-// 100 kb/s). The drain
+// controller sent while no queue built. The drain
 // rate is a windowed maximum that, while the flow is application-limited,
 // keeps its last value: after the path slows it still remembers the old
 // rate, so a drain rate above the ceiling (where the path last congested)
 // is not taken. The ceiling itself goes once the controller has sent above
 // it without a queue building: the path has become faster.
 func (c *Controller) evidence(o Observation, excess time.Duration) {
-	clean := excess < c.low && c.skips < skipHigh && !o.Now.Before(c.keyUntil)
+	clean := excess < c.low && c.skips < skipHigh
 	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
 	if !clean {
 		sent = 0
