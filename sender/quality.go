@@ -467,6 +467,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.evidence(o, excess)
 	if excess < c.low {
 		c.riseFrom = o.Now
+		c.cuts = 0 // the queue drained: a series of cuts without effect ends
 	}
 	slope := c.slope(o.Now)
 	keyed := o.Now.Before(c.keyUntil)
@@ -604,7 +605,11 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // which has yet to show, or while the smoothed RTT falls (a queue
 // draining) or rises faster than slopeHigh (a queue growing). A halving's
 // queue that the first cuts had not caught (TestControllerHalvingReplay)
-// was taken for a raised round trip as it fell.
+// was taken for a raised round trip as it fell. The cuts count as one
+// series only while the excess stays above the band: a series that
+// drained the queue is over (see control), or a new queue seconds later
+// met the conditions at its first crossing (TestControllerLowRateNoShiftReplay:
+// the base moved 40 to 68 ms in most runs at 100 kb/s).
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
 	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
