@@ -509,11 +509,13 @@ func (c *Controller) feedback(o Observation, dt time.Duration) time.Duration {
 // larger than the last leaves is not a cut; at 30 fps, with 2 to 10%
 // (500 kb/s to 20 Mb/s), it stays qHigh.
 func (c *Controller) band() (low, high time.Duration) {
-	ser := c.capacity.Duration(int(c.frameAvg))
 	sd := c.sizeDev * math.Sqrt(math.Pi) / 2
-	high = max(qHigh, time.Duration(noiseK*sd*float64(ser)))
+	high = max(qHigh, time.Duration(noiseK*sd*float64(c.frameSer())))
 	return max(qLow, high/2), high
 }
+
+// frameSer returns an average frame's serialization at the capacity.
+func (c *Controller) frameSer() time.Duration { return c.capacity.Duration(int(c.frameAvg)) }
 
 // probeSpeed returns the relative growth per second with which a probe
 // that crosses the capacity builds at most about 30 ms of queue before its
@@ -585,7 +587,7 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 	}
 	slices.Sort(c.scratch)
 	low := c.scratch[len(c.scratch)*selfRank/100]
-	self := min(max(low-base, 0), c.capacity.Duration(int(c.frameAvg)))
+	self := min(max(low-base, 0), c.frameSer())
 	return recent - base - self
 }
 
