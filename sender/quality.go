@@ -28,8 +28,8 @@ const (
 	minCut       = 0.3                    // the deepest single cut
 	lagFactor    = 2                      // the queue's growth over the smoothed RTT's slope when a queue first shows
 	drainTime    = time.Second            // a cut also drains the excess queue within this
-	qHigh        = 12 * time.Millisecond  // excess queueing that means congestion
-	qLow         = 6 * time.Millisecond   // excess queueing below which the rate may rise
+	qHigh        = 12 * time.Millisecond  // excess queueing that means congestion, at least (see band)
+	qLow         = 6 * time.Millisecond   // excess queueing below which the rate may rise, at least
 	noiseK       = 2                      // the band's top is at least this many standard deviations of a frame's serialization
 	noiseGain    = 0.02                   // the size deviation's average, per frame
 	slopeHigh    = 0.25                   // a round trip growing this fast (s/s) means congestion
@@ -96,7 +96,7 @@ const (
 // serialization: the selfRank percentile of the smoothed RTT over
 // refWindow above the base, at most one average frame at the capacity).
 // The slope: the smoothed RTT's trend, over slopeWindow or since the
-// excess last was below qLow. The feedback delay: a round trip plus the
+// excess last was below the band (see band). The feedback delay: a round trip plus the
 // time the kernel's smoothing (an eighth per ACK) takes to follow, at
 // least a frame. The drain rate: a lower bound on the capacity, once the
 // transport has measured it. Before that it reports its window bound, cwnd
@@ -642,7 +642,7 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 
 // slope returns the trend of the smoothed RTT, in seconds per second: over
 // slopeWindow, or since the queue began to rise (the excess was last below
-// qLow) if that is more recent, so that a queue growing since a moment ago
+// the band) if that is more recent, so that a queue growing since a moment ago
 // is not averaged with the flat time before it.
 func (c *Controller) slope(now time.Time) float64 {
 	return c.slopeSince(now, c.slopeFrom(now))
