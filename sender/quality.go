@@ -131,43 +131,44 @@ const (
 //
 // # Congestion
 //
-// An excess above the band (qHigh, or more where the frames' own size
-// noise moves the signal more: see band), or above its bottom while the
-// slope exceeds slopeHigh, is congestion, except within keyPayback and a round trip of a keyframe
-// (whose queue is paid back instead). The capacity is then the rate sent a
-// feedback delay ago divided by one plus the queue's growth, or the drain
-// rate if that agrees within drainTrust (the drain rate measured the
-// bottleneck while the queue built, unless the path slowed and the
-// windowed maximum remembers). The smoothed RTT's slope shows about half
-// the queue's real growth when the queue first shows (lagFactor, measured
-// on the bench), and the queue now is the excess plus its growth over the
-// feedback delay; the cut takes the rate to cutFactor of the capacity, less
-// what drains that queue within drainTime, never below minCut of it. One
-// cut per feedback delay and 100 ms, none while the queue drains. A queue
-// that grows faster than burstSlope (arrivals at four times the link rate,
-// more than a probe or a step makes) is a burst, a stall's backlog leaving
-// at once: it is drained and the capacity kept. So is the first queue
-// within a feedback delay and drainTime of a stall the transport reported
-// while no queue showed (its window fell below what it had measured,
-// Observation.WindowBound: BBR's PROBE_RTT holds cwnd at four segments for
-// 200 ms every 10 s). On a slow path that backlog builds its queue more
-// slowly than burstSlope, and read as congestion the rate sent a feedback
-// delay earlier, low because of the stall, became the capacity: half the
-// path's at 500 kb/s and 172 ms, regained over seconds. A window that
-// falls while a queue shows is the path's doing (the round trip grew, as
-// after a halving), not a stall. A cut that lowered the
-// capacity below regainBelow of its old value is regained at regainSpeed
-// in case it was a burst; if it congests again the path did slow. A
-// standing excess that shiftCuts cuts over shiftTime and shiftFb feedback
-// delays did not halve is not the stream's own (a longer route, another
-// flow's queue): the base moves up to it rather than starve the stream.
-// Frames skipped while waiting for invitations (Observation.Late; not
-// those a slow encode skipped) at more than skipHigh of the frames without
-// a queue mean the transport is the limit (BBR paces at its own estimate of an
-// application-limited flow): the rate falls by skipStep, below the drain
-// rate unless that is only the window's bound (Observation.WindowBound:
-// PROBE_RTT's four segments would cut a 2 Mb/s stream to a tenth, to
-// climb back over ten seconds).
+// An excess above the band (qHigh, or more where the frames' own size noise
+// moves the signal more: see band), or above its bottom while the slope
+// exceeds slopeHigh, is congestion, except within keyPayback and a round
+// trip of a keyframe (whose queue is paid back instead). The capacity is
+// then the rate sent a feedback delay ago divided by one plus the queue's
+// growth, or the drain rate if that agrees within drainTrust (the drain
+// rate measured the bottleneck while the queue built, unless the path
+// slowed and the windowed maximum remembers). The smoothed RTT's slope
+// shows about half the queue's real growth when the queue first shows
+// (lagFactor, measured on the bench), and the queue now is the excess plus
+// its growth over the feedback delay; the cut takes the rate to cutFactor
+// of the capacity, less what drains that queue within drainTime, never
+// below minCut of it. One cut per feedback delay and 100 ms, none while the
+// queue drains (it is below the excess at the last cut, or falls fast
+// enough to be gone within drainTime). A queue that grows faster than
+// burstSlope (arrivals at four times the link rate, more than a probe or a
+// step makes) is a burst, a stall's backlog leaving at once: it is drained
+// and the capacity kept. So is the first queue within a feedback delay and
+// drainTime of a stall the transport reported while no queue showed (its
+// window fell below what it had measured, Observation.WindowBound: BBR's
+// PROBE_RTT holds cwnd at four segments for 200 ms every 10 s). On a slow
+// path that backlog builds its queue more slowly than burstSlope, and read
+// as congestion the rate sent a feedback delay earlier, low because of the
+// stall, became the capacity: half the path's at 500 kb/s and 172 ms,
+// regained over seconds. A window that falls while a queue shows is the
+// path's doing (the round trip grew, as after a halving), not a stall. A
+// cut that lowered the capacity below regainBelow of its old value is
+// regained at regainSpeed in case it was a burst; if it congests again the
+// path did slow. A standing excess that shiftCuts cuts over shiftTime and
+// shiftFb feedback delays did not halve is not the stream's own (a longer
+// route, another flow's queue): the base moves up to it rather than starve
+// the stream. Frames skipped while waiting for invitations
+// (Observation.Late; not those a slow encode skipped) at more than skipHigh
+// of the frames without a queue mean the transport is the limit (BBR paces
+// at its own estimate of an application-limited flow): the rate falls by
+// skipStep, below the drain rate unless that is only the window's bound
+// (Observation.WindowBound: PROBE_RTT's four segments would cut a 2 Mb/s
+// stream to a tenth, to climb back over ten seconds).
 //
 // # Per frame and rung
 //
@@ -686,8 +687,13 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	if !c.lastCut.IsZero() && o.Now.Sub(c.lastCut) < c.fb+100*time.Millisecond {
 		return
 	}
-	if !c.lastCut.IsZero() && slope <= 0 && excess < c.lastCutQ {
-		return // draining
+	// A queue that falls is draining: below the excess at the last cut,
+	// or falling fast enough (the slope shows about 1/lagFactor of it) to
+	// be gone within drainTime. A second cut on it would only leave the
+	// link idle when it is gone.
+	if !c.lastCut.IsZero() && slope <= 0 &&
+		(excess < c.lastCutQ || excess.Seconds() <= -lagFactor*slope*drainTime.Seconds()) {
+		return
 	}
 	stalled := !c.stallAt.IsZero() && o.Now.Sub(c.stallAt) < c.fb+drainTime
 	burst := (slope > burstSlope || stalled) && !c.lastBurst

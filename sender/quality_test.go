@@ -189,6 +189,34 @@ func TestControllerCutsOnQueueing(t *testing.T) {
 	}
 }
 
+// TestControllerDrainingQueueNoSecondCut: a feedback delay after a cut, the
+// queue stands above the excess at that cut (the cut's queue grew on
+// while the cut was on its way) but falls. If it falls fast enough to be
+// gone within drainTime, the cut is working and a second one would only
+// leave the link idle; if it falls slowly or stands, the cut was not
+// deep enough.
+func TestControllerDrainingQueueNoSecondCut(t *testing.T) {
+	for _, tc := range []struct {
+		slope float64 // the smoothed RTT's trend, s/s
+		cut   bool
+	}{
+		{-0.05, false}, // 2·0.05 s/s drains 40 ms in 0.4 s
+		{-0.01, true},  // 2·0.01 s/s would take 2 s
+		{0, true},
+	} {
+		c := NewController(testLadder, 2*rate.Mbps)
+		now := time.Unix(1000, 0)
+		c.fb = 200 * time.Millisecond
+		c.lastCut, c.lastCutQ = now.Add(-c.fb-200*time.Millisecond), 20*time.Millisecond
+		before := c.lastCut
+		c.congested(Observation{Now: now, DrainRate: 2 * rate.Mbps, RTT: 90 * time.Millisecond, MinRTT: 50 * time.Millisecond},
+			40*time.Millisecond, tc.slope)
+		if cut := c.lastCut != before; cut != tc.cut {
+			t.Errorf("slope %v, a 40 ms queue above the last cut's 20 ms: cut %v, want %v", tc.slope, cut, tc.cut)
+		}
+	}
+}
+
 // TestControllerBandFollowsFrameNoise holds a queue of 14 ms, above qHigh,
 // on the lowest rung at 100 kb/s, where a frame is a frame interval
 // (67 ms) of the link. With frames of even size it is congestion. With
