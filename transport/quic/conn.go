@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/quic-go/quic-go"
 
 	"replenish/framer"
@@ -94,10 +95,69 @@ func newConn(qc *quic.Conn, cfg Config, path *pathState) (*Conn, error) {
 		if media, err = qc.OpenUniStream(); err != nil {
 			return nil, fmt.Errorf("quic: opening the media stream: %w", err)
 		}
+		if err := c.probeBase(media); err != nil {
+			return nil, err
+		}
 	}
 	c.wg.Go(func() { c.writeLoop(media) })
 	c.wg.Go(c.readFeedback)
 	return c, nil
+}
+
+// Small packets start the media stream: baseProbes of them, once the
+// handshake's packets are acknowledged (at most baseSettle), each waiting
+// up to baseProbeWait for the one before to leave.
+const (
+	baseProbes    = 2
+	baseProbeWait = 50 * time.Millisecond
+	baseSettle    = time.Second
+)
+
+// probeBase starts the media stream with small packets (empty RTCP
+// receiver reports, which the viewer ignores), each written once the one
+// before has left, so that quic-go's minimum RTT is a small packet's from
+// the start, as TCP's is its handshake's. Otherwise it is the handshake's,
+// whose Initial packets are padded to 1200 bytes (96 ms at 100 kb/s), and
+// then a data packet's, as large as a frame there: at 100 kb/s it stayed
+// 50 to 150 ms above the path's until a small packet happened to be
+// acknowledged at once, seconds in, and the queue the rate controller had
+// built meanwhile, unseen, showed all at once. The packets wait until the
+// handshake's have been acknowledged, or they would queue behind them at
+// the bottleneck; two packets in a row are acknowledged at once (quic-go
+// acknowledges every second ack-eliciting packet), one alone waits for the
+// peer's ACK delay.
+func (c *Conn) probeBase(s *quic.SendStream) error {
+	rr, err := (&rtcp.ReceiverReport{}).Marshal()
+	if err != nil {
+		return fmt.Errorf("quic: %w", err)
+	}
+	for end := time.Now().Add(baseSettle); c.path.inFlight.Load() > 0 && time.Now().Before(end); {
+		select {
+		case <-c.qc.Context().Done():
+			return fmt.Errorf("quic: %w", context.Cause(c.qc.Context()))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	b, _ := framer.AppendRoQStreamHeader(nil, FlowID) // in range
+	for range baseProbes {
+		if b, err = framer.AppendRoQPacket(b, rr); err != nil {
+			return fmt.Errorf("quic: %w", err)
+		}
+		select {
+		case <-c.path.sent: // an earlier packet's
+		default:
+		}
+		if _, err := s.Write(b); err != nil {
+			return fmt.Errorf("quic: writing the media stream: %w", err)
+		}
+		select {
+		case <-c.path.sent:
+		case <-time.After(baseProbeWait):
+		}
+		b = b[:0]
+	}
+	c.header = true
+	return nil
 }
 
 // SetLead declares how long the sender needs from an invitation to its

@@ -173,7 +173,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	cfg = cfg.withDefaults()
 	tlsConf := cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
-	st := new(pathState)
+	st := newPathState()
 	qc, err := quic.DialAddr(ctx, addr, tlsConf, cfg.quicConfig(st))
 	if err != nil {
 		return nil, fmt.Errorf("quic: dialing %s: %w", addr, err)

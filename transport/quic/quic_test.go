@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/quicvarint"
 
@@ -133,13 +134,21 @@ func (r *recorder) all() []transport.SendRecord {
 
 func packet(n int, fill byte) []byte { return bytes.Repeat([]byte{fill}, n) }
 
-// Frames arrive whole and in order on one stream, each with a send record
-// whose departure follows its write.
+// Frames arrive whole and in order on one stream, after the small packets
+// that measure the base round trip (empty receiver reports), each with a
+// send record whose departure follows its write.
 func TestFramesRoundTrip(t *testing.T) {
 	v := newTestViewer(t)
 	var rec recorder
 	c := dialTest(t, v, Config{Handler: transport.Handler{Sent: rec.sent}})
+	rr, err := (&rtcp.ReceiverReport{}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want [][]byte
+	for range baseProbes {
+		want = append(want, rr)
+	}
 	for i := range 20 {
 		inv, err := c.Wait(context.Background())
 		if err != nil {

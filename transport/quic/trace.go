@@ -10,13 +10,16 @@ import (
 )
 
 // pathState is what the Conn learns from quic-go's recovery events that
-// ConnectionStats does not give: the bytes in flight and whether the
-// congestion controller is recovering from a loss. It is updated on
-// quic-go's goroutines and read by the Conn's.
+// ConnectionStats does not give: the bytes in flight, whether the
+// congestion controller is recovering from a loss, and when a 1-RTT packet
+// left. It is updated on quic-go's goroutines and read by the Conn's.
 type pathState struct {
 	inFlight   atomic.Int64
 	recovering atomic.Bool
+	sent       chan struct{} // capacity 1: a 1-RTT packet was sent
 }
+
+func newPathState() *pathState { return &pathState{sent: make(chan struct{}, 1)} }
 
 // tracer returns a quic.Config Tracer that keeps st up to date; it records
 // nothing else.
@@ -27,8 +30,8 @@ func (st *pathState) tracer() func(context.Context, bool, quic.ConnectionID) qlo
 // AddProducer implements qlogwriter.Trace.
 func (st *pathState) AddProducer() qlogwriter.Recorder { return st }
 
-// RecordEvent implements qlogwriter.Recorder: it keeps the two values and
-// drops every other event. It does not block.
+// RecordEvent implements qlogwriter.Recorder: it keeps the values above
+// and drops every other event. It does not block.
 func (st *pathState) RecordEvent(ev qlogwriter.Event) {
 	switch ev := ev.(type) {
 	case qlog.MetricsUpdated:
@@ -36,6 +39,13 @@ func (st *pathState) RecordEvent(ev qlogwriter.Event) {
 		st.inFlight.Store(int64(ev.BytesInFlight))
 	case qlog.CongestionStateUpdated:
 		st.recovering.Store(ev.State == qlog.CongestionStateRecovery)
+	case qlog.PacketSent:
+		if ev.Header.PacketType == qlog.PacketType1RTT {
+			select {
+			case st.sent <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
