@@ -168,6 +168,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.SetReadDeadline(time.Now().Add(10 * time.Second)) // a missing packet fails, not hangs
 	// Close abandons what is in flight, so the viewer reads every packet
 	// before the sender closes.
 	got := make(chan [][]byte, 1)
