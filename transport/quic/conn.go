@@ -134,10 +134,12 @@ func (c *Conn) probeBase(s *quic.SendStream) error {
 	if err := c.settle(); err != nil {
 		return err
 	}
-	b, _ := framer.AppendRoQStreamHeader(nil, FlowID) // in range
 	for range baseProbes {
-		if b, err = framer.AppendRoQPacket(b, rr); err != nil {
-			return fmt.Errorf("quic: %w", err)
+		c.mu.Lock()
+		b, err := c.frameBytesLocked(&frame{}, [][]byte{rr}) // the flow identifier first
+		c.mu.Unlock()
+		if err != nil {
+			return err
 		}
 		select {
 		case <-c.path.sent: // an earlier packet's
@@ -150,9 +152,7 @@ func (c *Conn) probeBase(s *quic.SendStream) error {
 		case <-c.path.sent:
 		case <-time.After(baseProbeWait):
 		}
-		b = b[:0]
 	}
-	c.header = true
 	return nil
 }
 
