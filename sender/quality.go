@@ -24,6 +24,7 @@ const (
 	regainBelow  = 0.8                    // for a cut that lowered the capacity below this share of it
 	startGrowth  = 0.7                    // e-folds per second while starting (doubling each second)
 	cutFactor    = 0.9                    // a cut's rate as a fraction of the capacity estimate
+	overshootCut = 0.95                   // and a cut's on a probe's overshoot the drain rate confirms
 	drainTrust   = 0.8                    // a congestion estimate above this share of the drain rate trusts it
 	minCut       = 0.3                    // the deepest single cut
 	lagFactor    = 2                      // the queue's growth over the smoothed RTT's slope when a queue first shows
@@ -143,7 +144,16 @@ const (
 // (lagFactor, measured on the bench), and the queue now is the excess plus
 // its growth over the feedback delay; the cut takes the rate to cutFactor
 // of the capacity, less what drains that queue within drainTime, never
-// below minCut of it. One cut per feedback delay and 100 ms, none while the
+// below minCut of it. A probe's overshoot is cut to overshootCut instead:
+// the first cut since the queue rose, on a queue that grows at a rate the
+// drain rate confirms (the rate sent over one plus the growth is within
+// drainTrust of it), so the capacity is known and the path did not slow.
+// cutFactor's margin is for a capacity that may be overestimated (a path
+// that slowed while the drain rate's windowed maximum remembers it
+// faster); on an overshoot it only left the link idle. Interleaved runs
+// at 100 kb/s (TCP and QUIC, 20 to 172 ms, fourteen a side): utilization
+// 81.3 to 83.2%, capture to received 1 ms longer at the median; the
+// halvings from 2 to 1 Mb/s back as fast (0.7 to 1.0 s). One cut per feedback delay and 100 ms, none while the
 // queue drains (it is below the excess at the last cut, or falls fast
 // enough to be gone within drainTime). A queue that grows faster than
 // burstSlope (arrivals at four times the link rate, more than a probe or a
@@ -711,6 +721,36 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 		c.phase, c.phaseAt = recovering, o.Now
 		return
 	}
+	est, confirmed := c.cutEstimate(o, slope)
+	// The queue now is the excess plus what it grew over the feedback
+	// delay (the lagged slope, times lagFactor); the cut drains it
+	// within drainTime.
+	queue := excess.Seconds() + lagFactor*max(slope, 0)*c.fb.Seconds()
+	if c.cuts == 0 || o.Now.Sub(c.lastCut) > shiftTime {
+		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
+	}
+	c.cuts++
+	cut := cutFactor
+	if confirmed && slope > 0 && c.cuts == 1 {
+		cut = overshootCut // a probe's overshoot: see the Controller's doc
+	}
+	f := max(minCut, cut-queue/drainTime.Seconds())
+	switch {
+	case c.before > 0:
+		c.before = 0 // regaining congested: the path did slow
+	case est < c.capacity.Scale(regainBelow):
+		c.before = c.capacity
+	}
+	c.ceiling, c.capacity = est, est
+	c.rate = min(c.rate, est.Scale(f))
+	c.lastCut, c.lastCutQ = o.Now, excess
+	c.phase, c.phaseAt = recovering, o.Now
+}
+
+// cutEstimate returns the capacity a cut takes the rate below, and whether
+// the drain rate confirms the queue's growth: the rate sent a feedback
+// delay ago over one plus the growth is within drainTrust of it.
+func (c *Controller) cutEstimate(o Observation, slope float64) (est rate.Bitrate, confirmed bool) {
 	// The queue grows at sent/capacity − 1 seconds per second, and the
 	// smoothed RTT's slope shows about half of that growth when the
 	// excess first crosses qHigh (the kernel moves it an eighth per ACK:
@@ -730,33 +770,15 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	// one packet, no window is backlogged, and the drain rate sat at the
 	// rate the stream had cruised at: each cut set the capacity back to
 	// it, and the link stayed 90% busy.)
-	est := sent.Scale(1 / (1 + max(slope, 0)))
-	if d := measured(o); d > 0 && est >= d.Scale(drainTrust) {
-		if !o.AppLimited || est < d {
-			est = d
-		}
-	} else {
-		est = sent.Scale(1 / (1 + lagFactor*max(slope, 0)))
+	est = sent.Scale(1 / (1 + max(slope, 0)))
+	d := measured(o)
+	if d <= 0 || est < d.Scale(drainTrust) {
+		return sent.Scale(1 / (1 + lagFactor*max(slope, 0))), false
 	}
-	// The queue now is the excess plus what it grew over the feedback
-	// delay (the lagged slope, times lagFactor); the cut drains it
-	// within drainTime.
-	queue := excess.Seconds() + lagFactor*max(slope, 0)*c.fb.Seconds()
-	f := max(minCut, cutFactor-queue/drainTime.Seconds())
-	if c.cuts == 0 || o.Now.Sub(c.lastCut) > shiftTime {
-		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
+	if !o.AppLimited || est < d {
+		est = d
 	}
-	c.cuts++
-	switch {
-	case c.before > 0:
-		c.before = 0 // regaining congested: the path did slow
-	case est < c.capacity.Scale(regainBelow):
-		c.before = c.capacity
-	}
-	c.ceiling, c.capacity = est, est
-	c.rate = min(c.rate, est.Scale(f))
-	c.lastCut, c.lastCutQ = o.Now, excess
-	c.phase, c.phaseAt = recovering, o.Now
+	return est, true
 }
 
 // transportLimited lowers the rate below the transport's drain rate when

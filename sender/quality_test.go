@@ -217,6 +217,49 @@ func TestControllerDrainingQueueNoSecondCut(t *testing.T) {
 	}
 }
 
+// TestControllerOvershootCut: the first cut on a queue that grows at a
+// rate the drain rate confirms (a probe's overshoot) takes the rate to
+// overshootCut of the capacity, less what drains the queue; a cut the
+// drain rate does not confirm (it remembers a faster path), or the second
+// of a series, keeps cutFactor's margin.
+func TestControllerOvershootCut(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		drain  rate.Bitrate // the path carries 2 Mb/s
+		second bool
+		factor float64
+	}{
+		{"probe's overshoot", 2 * rate.Mbps, false, overshootCut},
+		{"path slowed", 3 * rate.Mbps, false, cutFactor},
+		{"second cut", 2 * rate.Mbps, true, cutFactor},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewController(testLadder, 2*rate.Mbps)
+			f := newFeed(c)
+			f.run(10*time.Second, func() Observation {
+				c.rate = min(c.rate, 2*rate.Mbps) // the path carries no more
+				o := clean(tc.drain)()
+				o.AppLimited = false
+				return o
+			})
+			if tc.second {
+				c.cuts, c.lastCut, c.lastCutQ = 1, f.now.Add(-time.Second), 10*time.Millisecond
+			}
+			const excess, slope = 20 * time.Millisecond, 0.05
+			o := clean(tc.drain)()
+			o.Now, o.AppLimited, o.RTT = f.now, false, o.RTT+excess
+			before := c.rate
+			c.congested(o, excess, slope)
+			queue := excess.Seconds() + lagFactor*slope*c.fb.Seconds()
+			want := min(before, c.capacity.Scale(tc.factor-queue))
+			if c.rate < want.Scale(0.99) || c.rate > want.Scale(1.01) {
+				t.Errorf("cut to %v from %v, capacity %v: want %v (%.2f of it, less the %.0f ms queue)",
+					c.rate, before, c.capacity, want, tc.factor, queue*1e3)
+			}
+		})
+	}
+}
+
 // TestControllerBandFollowsFrameNoise holds a queue of 14 ms, above qHigh,
 // on the lowest rung at 100 kb/s, where a frame is a frame interval
 // (67 ms) of the link. With frames of even size it is congestion. With
