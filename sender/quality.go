@@ -24,7 +24,7 @@ const (
 	regainBelow  = 0.8                    // for a cut that lowered the capacity below this share of it
 	startGrowth  = 0.7                    // e-folds per second while starting (doubling each second)
 	cutFactor    = 0.9                    // a cut's rate as a fraction of the capacity estimate
-	overshootCut = 0.95                   // and a cut's on a probe's overshoot the drain rate confirms
+	overshootCut = 0.95                   // a cut's rate on a probe's overshoot the drain rate confirms
 	drainTrust   = 0.8                    // a congestion estimate above this share of the drain rate trusts it
 	minCut       = 0.3                    // the deepest single cut
 	lagFactor    = 2                      // the queue's growth over the smoothed RTT's slope when a queue first shows
@@ -153,9 +153,10 @@ const (
 // faster); on an overshoot it only left the link idle. Interleaved runs
 // at 100 kb/s (TCP and QUIC, 20 to 172 ms, fourteen a side): utilization
 // 81.3 to 83.2%, capture to received 1 ms longer at the median; the
-// halvings from 2 to 1 Mb/s back as fast (0.7 to 1.0 s). One cut per feedback delay and 100 ms, none while the
-// queue drains (it is below the excess at the last cut, or falls fast
-// enough to be gone within drainTime). A queue that grows faster than
+// halvings from 2 to 1 Mb/s back as fast (0.7 to 1.0 s). One cut per
+// feedback delay and 100 ms, none while the queue drains (it is below the
+// excess at the last cut, or falls fast enough to be gone within
+// drainTime). A queue that grows faster than
 // burstSlope (arrivals at four times the link rate, more than a probe or a
 // step makes) is a burst, a stall's backlog leaving at once: it is drained
 // and the capacity kept. So is the first queue within a feedback delay and
