@@ -167,7 +167,12 @@ const (
 // as congestion the rate sent a feedback delay earlier, low because of the
 // stall, became the capacity: half the path's at 500 kb/s and 172 ms,
 // regained over seconds. A window that falls while a queue shows is the
-// path's doing (the round trip grew, as after a halving), not a stall. A
+// path's doing (the round trip grew, as after a halving), not a stall;
+// either way, a cut whose estimate would read the rate written over a time
+// the window fell takes the rate asked for instead: what was written then
+// left later, at once, and the rate written, low because frames were
+// skipped, is not the load that built the queue (at 500 kb/s and 172 ms
+// with BBR, taken for it after PROBE_RTT, it halved the capacity). A
 // cut that lowered the capacity below regainBelow of its old value is
 // regained at regainSpeed in case it was a burst; if it congests again the
 // path did slow. A standing excess that shiftCuts cuts over shiftTime and
@@ -237,6 +242,7 @@ type Controller struct {
 	lastBurst bool          // the last cut took the queue for a burst
 	measured  bool          // the transport has measured a drain rate
 	stallAt   time.Time     // the last stall: its window fell below what it measured, no queue showing
+	cappedAt  time.Time     // the last time its window fell below what it measured, queue or not
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
@@ -473,8 +479,11 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	excess = c.excess(o, dt)
 	if measured(o) > 0 {
 		c.measured = true
-	} else if c.measured && o.WindowBound && excess < c.high {
-		c.stallAt = o.Now
+	} else if c.measured && o.WindowBound {
+		c.cappedAt = o.Now
+		if excess < c.high {
+			c.stallAt = o.Now
+		}
 	}
 	c.evidence(o, excess)
 	if excess < c.low {
@@ -759,8 +768,11 @@ func (c *Controller) cutEstimate(o Observation, slope float64) (est rate.Bitrate
 	// over one plus lagFactor times the slope.
 	then := o.Now.Add(-c.fb)
 	sent := c.sentRate(then.Add(-sentWindow), then)
-	if sent < c.rate/2 {
-		sent = c.rate // the window held a stall: it says nothing of the path
+	if sent < c.rate/2 || !c.cappedAt.Before(then.Add(-sentWindow)) {
+		// The window held a stall (the frames it skipped, the backlog
+		// it then let go at once): what was written then is not what
+		// reached the bottleneck, and says nothing of the path.
+		sent = max(sent, c.rate)
 	}
 	// The drain rate measured the bottleneck while this queue built; it
 	// is the better estimate unless the queue's growth says the path is

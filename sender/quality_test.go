@@ -418,6 +418,54 @@ func TestControllerStallBacklogKeepsCapacity(t *testing.T) {
 	}
 }
 
+// TestControllerStallUnderQueue stalls as TestControllerStallBacklogKeepsCapacity
+// does, but while a queue shows, as measured on a 500 kb/s, 172 ms path
+// with BBR: a standing queue of 20 ms, the stall (frames skipped waiting
+// for invitations, the drain estimate only the window's bound), then the
+// backlog adding 20 ms over 400 ms, which then drains. A stall under a
+// queue is not told from a path that slowed, so the cuts are not taken
+// for a burst; but the rate written in the stall is not the load that
+// built the queue, and taken for it, it halved the capacity.
+func TestControllerStallUnderQueue(t *testing.T) {
+	const link = 500 * rate.Kbps
+	c := NewController(testLadder, link)
+	f := newFeed(c)
+	f.run(20*time.Second, func() Observation {
+		c.rate = min(c.rate, link) // the path carries no more
+		return clean(link)()
+	})
+	before := c.capacity
+	if before < link.Scale(0.9) || before > link.Scale(1.1) {
+		t.Fatalf("on a %v path: capacity %v before the stall", link, before)
+	}
+	const standing, backlog = 20 * time.Millisecond, 20 * time.Millisecond
+	f.run(200*time.Millisecond, func() Observation {
+		o := clean(link)()
+		o.RTT += standing
+		return o
+	})
+	for range 2 {
+		f.now = f.now.Add(3 * frame)
+		o := clean(link)()
+		o.RTT += standing
+		o.DrainRate, o.WindowBound = 200*rate.Kbps, true
+		o.Skipped, o.Late = 3, 3
+		f.frame(o)
+	}
+	start := f.now
+	f.run(1500*time.Millisecond, func() Observation {
+		o := clean(link)()
+		at := f.now.Sub(start)
+		up := backlog * min(at, 400*time.Millisecond) / (400 * time.Millisecond)
+		down := backlog * max(at-400*time.Millisecond, 0) / (600 * time.Millisecond)
+		o.RTT += standing + max(up-down, 0)
+		return o
+	})
+	if c.capacity < before.Scale(0.8) {
+		t.Fatalf("cut after a stall under a queue: capacity %v, was %v; want it kept", c.capacity, before)
+	}
+}
+
 // TestControllerSlowEncodeNotTransport skips frames while encoding (a
 // stalled CPU), not while waiting for invitations: the path said nothing,
 // so the rate holds.
