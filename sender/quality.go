@@ -139,7 +139,13 @@ const (
 // then the rate sent a feedback delay ago divided by one plus the queue's
 // growth, or the drain rate if that agrees within drainTrust (the drain
 // rate measured the bottleneck while the queue built, unless the path
-// slowed and the windowed maximum remembers). The smoothed RTT's slope
+// slowed and the windowed maximum remembers). The agreement is judged on
+// the highest rate sent over the span from a feedback delay to a round
+// trip ago: the smoothing spreads the arrivals the growth shows over it,
+// and a probe's rise leaves the least of them a feedback delay back (at
+// 100 kb/s and 15 fps the span is half a second; the cruising rate there
+// over the growth put the path at two thirds of the drain rate, a cut
+// to half the rate). The smoothed RTT's slope
 // shows about half the queue's real growth when the queue first shows
 // (lagFactor, measured on the bench), and the queue now is the excess plus
 // its growth over the feedback delay; the cut takes the rate to cutFactor
@@ -785,13 +791,26 @@ func (c *Controller) cutEstimate(o Observation, slope float64) (est rate.Bitrate
 	// it, and the link stayed 90% busy.)
 	est = sent.Scale(1 / (1 + max(slope, 0)))
 	d := measured(o)
-	if d <= 0 || est < d.Scale(drainTrust) {
+	if d <= 0 || max(sent, c.recentLoad(o, then)).Scale(1/(1+max(slope, 0))) < d.Scale(drainTrust) {
 		return sent.Scale(1 / (1 + lagFactor*max(slope, 0))), false
 	}
 	if !o.AppLimited || est < d {
 		est = d
 	}
 	return est, true
+}
+
+// recentLoad returns the highest rate sent over sentWindow ending between
+// then (a feedback delay ago) and a round trip ago: the smoothed RTT's
+// growth now comes from arrivals within that span (its smoothing spreads
+// them), and while a probe raises the rate the load a feedback delay ago
+// is the least of them.
+func (c *Controller) recentLoad(o Observation, then time.Time) rate.Bitrate {
+	var best rate.Bitrate
+	for end := then; !end.After(o.Now.Add(-o.MinRTT)); end = end.Add(20 * time.Millisecond) {
+		best = max(best, c.sentRate(end.Add(-sentWindow), end))
+	}
+	return best
 }
 
 // transportLimited lowers the rate below the transport's drain rate when

@@ -260,6 +260,36 @@ func TestControllerOvershootCut(t *testing.T) {
 	}
 }
 
+// TestControllerProbeLoadConfirms cuts on a probe's overshoot at 100 kb/s
+// and 15 fps, where the feedback delay is over half a second (the
+// smoothed RTT follows eight ACKs, eight frames): the rate sent a
+// feedback delay ago was the cruising rate, under the drain rate, and
+// over one plus the growth it would put the path under three quarters of
+// the drain rate, as if it had slowed.
+// The probe's load since then built the queue; with it the growth agrees
+// with the drain rate, and the capacity stays there.
+func TestControllerProbeLoadConfirms(t *testing.T) {
+	const drain = 95 * rate.Kbps
+	c := NewController(testLadder[:1], 80*rate.Kbps)
+	f := newFeed(c)
+	f.every = time.Second / 15
+	hold := func(r rate.Bitrate) func() Observation {
+		return func() Observation {
+			c.rate = r
+			return clean(drain)()
+		}
+	}
+	f.run(10*time.Second, hold(80*rate.Kbps))
+	f.run(600*time.Millisecond, hold(110*rate.Kbps))
+	const excess, slope = 20 * time.Millisecond, 0.25
+	o := clean(drain)()
+	o.Now, o.RTT = f.now, o.RTT+excess
+	c.congested(o, excess, slope)
+	if c.capacity < drain.Scale(0.95) {
+		t.Fatalf("a probe's overshoot set the capacity to %v; the drain rate is %v", c.capacity, drain)
+	}
+}
+
 // TestControllerBandFollowsFrameNoise holds a queue of 14 ms, above qHigh,
 // on the lowest rung at 100 kb/s, where a frame is a frame interval
 // (67 ms) of the link. With frames of even size it is congestion. With
