@@ -184,7 +184,7 @@ const (
 // path did slow. A standing excess that shiftCuts cuts over shiftTime and
 // shiftFb feedback delays did not halve is not the stream's own (a longer
 // route, another flow's queue): the base moves up to it rather than starve
-// the stream. Frames skipped while waiting for invitations
+// the stream, and the capacity those cuts lowered is taken back. Frames skipped while waiting for invitations
 // (Observation.Late; not those a slow encode skipped) at more than skipHigh
 // of the frames without a queue mean the transport is the limit (BBR paces
 // at its own estimate of an application-limited flow): the rate falls by
@@ -257,6 +257,8 @@ type Controller struct {
 	cuts      int           // cuts since firstCut, each within shiftTime of the last
 	firstCut  time.Time
 	firstCutQ time.Duration
+	firstCap  rate.Bitrate // the capacity and ceiling before the series' first cut
+	firstCeil rate.Bitrate
 
 	rtts    []sample // (time, smoothed RTT)
 	scratch []time.Duration
@@ -623,9 +625,15 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // shiftFb feedback delays, a queue of its own would have drained at least
 // by half, while an excess that stays is not its own: the path's round trip
 // rose, or another flow holds a queue it cannot drain, and cutting further
-// would only starve the stream. The capacity from before the cuts is then
-// regained fast (see grow). The shift falls at once when the round trip
-// does. An excess below half the first cut's is draining only while it is
+// would only starve the stream. The cuts answered the round trip, not the
+// rate, so the capacity and ceiling from before the first of them come
+// back and the rate recovers to them (the sent rate still bounds how fast:
+// sentLead). They stayed at the last cut's estimate in real runs whose
+// round trip stepped from 20 to 172 ms: three or four cuts took the
+// capacity from 2 Mb/s to 230 to 265 kb/s, and the probe took seconds to
+// find the link again (TestControllerRTTStepReplay; utilization 0.59 over
+// the run). If the path also slowed, the next cut finds out with the base
+// right. The shift falls at once when the round trip does. An excess below half the first cut's is draining only while it is
 // also below the last cut's: after a shift taken while the round trip was
 // still rising, the excess left over fell once (the self term grew) and
 // then stood, and read as draining it was cut every half second for the
@@ -665,6 +673,12 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	}
 	c.shift = max(c.shift, low-o.MinRTT)
 	c.cuts = 0
+	// The series' cuts answered the round trip, not the rate: take back
+	// the capacity they lowered, and approach it again.
+	if c.firstCap > c.capacity {
+		c.capacity, c.ceiling, c.before = c.firstCap, c.firstCeil, 0
+		c.phase, c.phaseAt = recovering, o.Now
+	}
 }
 
 // slope returns the trend of the smoothed RTT, in seconds per second: over
@@ -744,6 +758,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	queue := excess.Seconds() + lagFactor*max(slope, 0)*c.fb.Seconds()
 	if c.cuts == 0 || o.Now.Sub(c.lastCut) > shiftTime {
 		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
+		c.firstCap, c.firstCeil = c.capacity, c.ceiling
 	}
 	c.cuts++
 	cut := cutFactor

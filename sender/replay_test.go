@@ -85,16 +85,27 @@ func replay(c *Controller, tr []traceFrame, fps float64, each func(i int, d Deci
 // took for a queue draining: it cut every half second for the rest of the
 // run (2 Mb/s down to 150 kb/s, utilization 0.55) and never moved the base
 // again. An excess that no longer falls below the last cut's is not
-// draining.
+// draining. Once the base has moved, the cuts it took (three, down to
+// 265 kb/s) are known to have answered the round trip, not the rate: the
+// capacity from before them must be back (it stayed at 265 kb/s, and the
+// stream crept back at the probe's speed, a third of the link for seconds).
 func TestControllerRTTStepReplay(t *testing.T) {
 	tr := readTrace(t, "testdata/rttstep.csv")
 	c := NewController(media.Ladder, 2*rate.Mbps)
 	var shiftAt time.Duration
+	var capBefore, capShift rate.Bitrate
 	replay(c, tr, 30, func(i int, d Decision) {
+		if tr[i].at < 20*time.Second {
+			capBefore = c.capacity
+		}
 		if shiftAt == 0 && c.shift > 140*time.Millisecond {
-			shiftAt = tr[i].at
+			shiftAt, capShift = tr[i].at, c.capacity
 		}
 	})
+	t.Logf("capacity %v before the step, %v once the base moved", capBefore, capShift)
+	if capShift < capBefore.Scale(0.9) {
+		t.Errorf("capacity %v once the base moved, %v before the step: the cuts on the round trip's rise were kept", capShift, capBefore)
+	}
 	last := tr[len(tr)-1]
 	want := last.srtt - last.minRTT
 	t.Logf("base shift %v at the end (round trip %v over the minimum), first past 140 ms at %v", c.shift, want, shiftAt)
