@@ -184,7 +184,8 @@ const (
 // path did slow. A standing excess that shiftCuts cuts over shiftTime and
 // shiftFb feedback delays did not halve is not the stream's own (a longer
 // route, another flow's queue): the base moves up to it rather than starve
-// the stream, and the capacity those cuts lowered is taken back. Frames skipped while waiting for invitations
+// the stream, and the capacity those cuts lowered is taken back. Frames
+// skipped while waiting for invitations
 // (Observation.Late; not those a slow encode skipped) at more than skipHigh
 // of the frames without a queue mean the transport is the limit (BBR paces
 // at its own estimate of an application-limited flow): the rate falls by
@@ -633,8 +634,9 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // capacity from 2 Mb/s to 230 to 265 kb/s, and the probe took seconds to
 // find the link again (TestControllerRTTStepReplay; utilization 0.59 over
 // the run). If the path also slowed, the next cut finds out with the base
-// right. The shift falls at once when the round trip does. An excess below half the first cut's is draining only while it is
-// also below the last cut's: after a shift taken while the round trip was
+// right. The shift falls at once when the round trip does. An excess below
+// half the first cut's is draining only while it is also below the last
+// cut's: after a shift taken while the round trip was
 // still rising, the excess left over fell once (the self term grew) and
 // then stood, and read as draining it was cut every half second for the
 // rest of a run (TestControllerRTTStepReplay). Nor does the base move

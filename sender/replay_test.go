@@ -88,7 +88,8 @@ func replay(c *Controller, tr []traceFrame, fps float64, each func(i int, d Deci
 // draining. Once the base has moved, the cuts it took (three, down to
 // 265 kb/s) are known to have answered the round trip, not the rate: the
 // capacity from before them must be back (it stayed at 265 kb/s, and the
-// stream crept back at the probe's speed, a third of the link for seconds).
+// stream crept back at the probe's speed, under a sixth of the link for
+// seconds).
 func TestControllerRTTStepReplay(t *testing.T) {
 	tr := readTrace(t, "testdata/rttstep.csv")
 	c := NewController(media.Ladder, 2*rate.Mbps)
