@@ -10,7 +10,7 @@ scripts/deps.sh --browser
 go mod download
 go vet ./...
 go test -race -count=1 -timeout 20m ./... "$@"
-# The rate controller on the path model, every path with three seeds: a
+# The rate controller on the path model, every path with fifteen seeds: a
 # pure computation the race detector only slows tenfold, so it runs
 # without it (under -race the test skips itself).
 go test -count=1 -timeout 10m -run '^TestRateControlOnPaths$' ./sender
