@@ -41,6 +41,7 @@ const (
 	shiftCuts    = 2                      // cuts without effect before the base round trip moves
 	shiftTime    = 2 * time.Second        // over at least this long
 	shiftFb      = 6                      // and this many feedback delays
+	overDrain    = 1.1                    // the rate sent over the drain rate that says the excess is its own
 	slopeWindow  = 500 * time.Millisecond // the window of the round trip's trend
 	sentWindow   = 500 * time.Millisecond // the window of the sent rate
 	sentKeep     = 3 * time.Second        // how long sent samples are kept
@@ -648,14 +649,23 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // series only while the excess stays above the band: a series that
 // drained the queue is over (see control), or a new queue seconds later
 // met the conditions at its first crossing (TestControllerLowRateNoShiftReplay:
-// the base moved 40 to 68 ms in most runs at 100 kb/s).
+// the base moved 40 to 68 ms in most runs at 100 kb/s). Nor does it move
+// once the last cut has halved the excess, however small the first cut's
+// (a probe's, before the path halved), nor while the rate sent exceeds the
+// measured drain rate by more than its noise: that excess is the rate's
+// queue, which cuts aimed at a drain rate still remembering the faster
+// path had not caught (a BBR halving from 2 to 1 Mb/s: the base moved
+// 70 ms, the next queue rose to 270 ms over the minimum).
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
 	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
 		return
 	}
-	if excess < c.firstCutQ/2 && excess < c.lastCutQ {
+	if excess < c.firstCutQ/2 && excess < c.lastCutQ || excess < c.lastCutQ/2 {
 		return // it is draining
+	}
+	if d := measured(o); d > 0 && c.sentRate(o.Now.Add(-sentWindow), o.Now) > d.Scale(overDrain) {
+		return // the path carries less than is sent
 	}
 	// The samples come a frame apart and none while the transport holds
 	// the frames back on its window: take at least the last three, or the
