@@ -42,6 +42,7 @@ const (
 	shiftTime    = 2 * time.Second        // over at least this long
 	shiftFb      = 6                      // and this many feedback delays
 	overDrain    = 1.1                    // the rate sent over the drain rate that says the excess is its own
+	shiftGrown   = 1.25                   // an excess over this times the last cut's grew since it: not standing
 	slopeWindow  = 500 * time.Millisecond // the window of the round trip's trend
 	sentWindow   = 500 * time.Millisecond // the window of the sent rate
 	sentKeep     = 3 * time.Second        // how long sent samples are kept
@@ -655,7 +656,12 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // measured drain rate by more than its noise: that excess is the rate's
 // queue, which cuts aimed at a drain rate still remembering the faster
 // path had not caught (a BBR halving from 2 to 1 Mb/s: the base moved
-// 70 ms, the next queue rose to 270 ms over the minimum).
+// 70 ms, the next queue rose to 270 ms over the minimum), nor while the
+// excess exceeds the last cut's by more than shiftGrown: it grew since,
+// and that cut has yet to answer it (another BBR halving, after a
+// probe's three cuts of 13 to 23 ms: BBR held its window for 0.76 s
+// without an invitation, the first excess after the gap, 130 ms, read as
+// standing over it, and the base moved 82 ms).
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
 	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
@@ -663,6 +669,9 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	}
 	if excess < c.firstCutQ/2 && excess < c.lastCutQ || excess < c.lastCutQ/2 {
 		return // it is draining
+	}
+	if excess.Seconds() > c.lastCutQ.Seconds()*shiftGrown {
+		return // it grew since the last cut, which has yet to answer it
 	}
 	if d := measured(o); d > 0 && c.sentRate(o.Now.Add(-sentWindow), o.Now) > d.Scale(overDrain) {
 		return // the path carries less than is sent

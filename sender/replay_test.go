@@ -134,9 +134,14 @@ func TestControllerRTTStepReplay(t *testing.T) {
 // at the remembered 2 Mb/s, and 1.9 s after the step, the drain rate just
 // measured at 965 kb/s and the excess down from 184 to 60 ms but flat,
 // the base moved 70 ms; a quarter second later the rate sent was 1.29
-// Mb/s against a drain rate of 942 kb/s.
+// Mb/s against a drain rate of 942 kb/s. In a fourth (BBR) the series
+// began with three cuts on a probe's queue (13 to 23 ms) before the step,
+// aimed at the drain rate's 2 Mb/s; BBR then held its window for 0.76 s
+// with no invitation, and at the first frame after it the excess, 130 ms
+// and six times the last cut's, read as standing over the gap: the base
+// moved 82 ms, and the queue rose to 300 ms over the minimum.
 func TestControllerHalvingReplay(t *testing.T) {
-	for _, name := range []string{"testdata/halving.csv", "testdata/halving-bbr.csv", "testdata/halving-bbr-late.csv"} {
+	for _, name := range []string{"testdata/halving.csv", "testdata/halving-bbr.csv", "testdata/halving-bbr-late.csv", "testdata/halving-bbr-stall.csv"} {
 		tr := readTrace(t, name)
 		c := NewController(media.Ladder, 2*rate.Mbps)
 		var most, at time.Duration
