@@ -667,11 +667,11 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
 		return
 	}
-	if excess < c.firstCutQ/2 && excess < c.lastCutQ || excess < c.lastCutQ/2 {
-		return // it is draining
+	if excess < c.lastCutQ/2 || excess.Seconds() > c.lastCutQ.Seconds()*shiftGrown {
+		return // not where the last cut left it: draining, or grown since and not yet answered
 	}
-	if excess.Seconds() > c.lastCutQ.Seconds()*shiftGrown {
-		return // it grew since the last cut, which has yet to answer it
+	if excess < c.firstCutQ/2 && excess < c.lastCutQ {
+		return // draining since the series began
 	}
 	if d := measured(o); d > 0 && c.sentRate(o.Now.Add(-sentWindow), o.Now) > d.Scale(overDrain) {
 		return // the path carries less than is sent
