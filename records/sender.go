@@ -21,6 +21,7 @@ type Frame struct {
 	WriteEndUs    int64  `json:"write_end_us"`
 	LeftHostUs    int64  `json:"left_host_us,omitempty"` // its last byte left the host; 0: unknown
 	Bytes         int    `json:"bytes"`
+	Written       int    `json:"written,omitempty"` // bytes written for it (RTP and control packets); 0: not recorded
 	Width         int    `json:"width"`
 	Height        int    `json:"height"`
 	Key           bool   `json:"key,omitempty"`
@@ -36,6 +37,22 @@ type Frame struct {
 	// it was added, and where the transport keeps no estimator (WebRTC,
 	// whose drain_bps is its congestion controller's target).
 	Drain *Drain `json:"drain,omitempty"`
+	// Control is the rate controller's state after the update that chose
+	// the frame's target. Absent in files written before it was added and
+	// in modes where the controller does not act (no drain rate: default
+	// and lowat; WebRTC, whose target is its congestion controller's).
+	Control *Control `json:"control,omitempty"`
+}
+
+// Control is a frame's sender.ControlState. Rates are in bits per second of
+// the bytes the sender writes (packets and control included), times in µs.
+type Control struct {
+	Phase       string `json:"phase"` // starting, recovering, cruising, probing
+	RateBps     int64  `json:"rate_bps"`
+	CapacityBps int64  `json:"capacity_bps"`
+	ExcessUs    int64  `json:"excess_us"` // queueing above the base and the frames' own
+	ShiftUs     int64  `json:"shift_us,omitempty"`
+	Cut         bool   `json:"cut,omitempty"` // the update lowered the rate
 }
 
 // Drain is a frame's transport.DrainRecord: the estimator's latest sample

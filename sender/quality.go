@@ -72,6 +72,20 @@ const (
 	probing                 // growing past it to find out whether the path carries more
 )
 
+func (p phase) String() string {
+	switch p {
+	case starting:
+		return "starting"
+	case recovering:
+		return "recovering"
+	case cruising:
+		return "cruising"
+	case probing:
+		return "probing"
+	}
+	return "unknown"
+}
+
 // Controller chooses the encoder's target bitrate and the resolution rung for
 // each frame. It is a pure function of its observations and the times they
 // carry; it is not safe for concurrent use.
@@ -254,6 +268,8 @@ type Controller struct {
 	cappedAt  time.Time     // the last time its window fell below what it measured, queue or not
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
+	excessNow time.Duration // the excess the last update read
+	acted     bool          // control has run: the transport reports a drain rate
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
 	lastSize  int           // bytes written for the frame before, 0 after a keyframe
 	low, high time.Duration // the congestion band, see band
@@ -350,6 +366,30 @@ func NewController(ladder []media.Rung, start rate.Bitrate) *Controller {
 	c.capacity = c.rate
 	c.rung = c.startRung(c.rate)
 	return c
+}
+
+// ControlState is the controller's state after an update: what a frame's
+// record keeps of why its target was chosen.
+type ControlState struct {
+	Phase    string        // starting, recovering, cruising or probing
+	Rate     rate.Bitrate  // the rate to send at, in bytes written (packets and control included)
+	Capacity rate.Bitrate  // the path's capacity as last estimated, in the same bytes
+	Excess   time.Duration // the queueing the update read above the base and the frames' own (see excess)
+	Shift    time.Duration // the base round trip above the transport's minimum
+	Cut      bool          // the update made a cut (congestion, or the transport's limit)
+}
+
+// State returns the controller's state after the last update: zero until
+// it has acted on a drain rate (none in modes that give the sender no view
+// of the path).
+func (c *Controller) State() ControlState {
+	if !c.acted {
+		return ControlState{}
+	}
+	return ControlState{
+		Phase: c.phase.String(), Rate: c.rate, Capacity: c.capacity, Excess: c.excessNow, Shift: c.shift,
+		Cut: c.lastCut.Equal(c.prev),
+	}
 }
 
 // Rung returns the current rung.
@@ -488,6 +528,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	excess := c.excess(o, dt)
 	c.shifted(o, excess)
 	excess = c.excess(o, dt)
+	c.excessNow, c.acted = excess, true
 	if measured(o) > 0 {
 		c.measured = true
 	} else if c.measured && o.WindowBound {

@@ -79,6 +79,45 @@ func TestControllerWithoutDrainRateKeepsTarget(t *testing.T) {
 	}
 }
 
+// TestControllerState checks what a frame's record keeps of the
+// controller: nothing before it acts; then its phase, rate and capacity;
+// and a cut flagged on the update that made it, with the queue it read.
+func TestControllerState(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	f := newFeed(c)
+	f.run(time.Second, func() Observation { return Observation{} }) // no drain rate: it does not act
+	if st := c.State(); st != (ControlState{}) {
+		t.Fatalf("state %+v before the controller acted, want zero", st)
+	}
+	f.run(5*time.Second, clean(2*rate.Mbps))
+	st := c.State()
+	if st.Phase == "" || st.Rate != c.rate || st.Capacity != c.capacity || st.Cut {
+		t.Fatalf("state %+v on a clean path, want its phase, rate %v and capacity %v, no cut", st, c.rate, c.capacity)
+	}
+	start := f.now
+	var cut ControlState
+	prev := st
+	f.run(time.Second, func() Observation {
+		o := clean(2 * rate.Mbps)()
+		o.RTT += f.now.Sub(start) / 2 // a queue growing half a second per second
+		if st := c.State(); st.Cut && !cut.Cut {
+			if st.Rate >= prev.Rate {
+				t.Errorf("cut flagged at rate %v, from %v before it", st.Rate, prev.Rate)
+			}
+			cut = st
+		} else {
+			prev = st
+		}
+		return o
+	})
+	if !cut.Cut || cut.Phase != "recovering" || cut.Excess < qHigh {
+		t.Fatalf("first cut's state %+v, want flagged, recovering, on an excess over %v", cut, qHigh)
+	}
+	if st := c.State(); st.Cut && c.lastCut != c.prev {
+		t.Errorf("state %+v flags a cut the last update did not make", st)
+	}
+}
+
 // TestControllerFindsBandwidth checks that without queueing the target
 // grows past its own sending rate (the drain rate of an
 // application-limited flow measures only that), and that it does not run

@@ -87,6 +87,7 @@ type FrameRecord struct {
 	WriteStart   time.Time
 	WriteEnd     time.Time
 	LeftHost     time.Time // zero if unknown
+	Written      int       // bytes written for it: its RTP packets and the control packets sent with them
 	Target       rate.Bitrate
 	DrainRate    rate.Bitrate
 	AppLimited   bool
@@ -96,6 +97,9 @@ type FrameRecord struct {
 	// and the production time it allowed for.
 	Drain transport.DrainRecord
 	Lead  time.Duration
+	// Control is the rate controller's state after the update that chose
+	// Target (zero in modes without a drain rate, where it does not act).
+	Control ControlState
 }
 
 // Limits on what the sender keeps.
@@ -164,10 +168,11 @@ type frameTiming struct {
 	rtpTS            uint32
 	capture          time.Time
 	encStart, encEnd time.Time
-	bytes            int
+	bytes, written   int
 	size             media.Size
 	key              bool
 	target, drain    rate.Bitrate
+	control          ControlState
 	appLimited       bool
 	skipped          int
 	drainRec         transport.DrainRecord
@@ -375,6 +380,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
 	})
+	control := s.ctrl.State()
 	if d.RungChanged {
 		s.cfg.Source.SetSize(d.Rung.Size) // frames rendered from now on
 		s.log.Debug("rung", "size", d.Rung.Size, "target", d.Bitrate)
@@ -408,9 +414,9 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	pkts := s.controlLocked(now, inv)
 	s.prev = prevFrame{key: ef.Key, encoded: len(ef.Data), written: size(pkts) + size(mpkts), encode: ef.End.Sub(ef.Start)}
 	s.trackLocked(id, frameTiming{
-		rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data),
+		rtpTS: ts, capture: capture, encStart: ef.Start, encEnd: ef.End, bytes: len(ef.Data), written: s.prev.written,
 		size: ef.Size, key: ef.Key, target: d.Bitrate, drain: inv.DrainRate, appLimited: inv.AppLimited, skipped: sk.all,
-		drainRec: inv.Drain, lead: inv.Lead,
+		drainRec: inv.Drain, lead: inv.Lead, control: control,
 	})
 	s.status.Frames++
 	s.status.Discarded += uint64(discarded)
@@ -534,9 +540,9 @@ func (s *Sender) reportLocked(id uint64, ft frameTiming, rec transport.SendRecor
 		s.cfg.OnFrame(FrameRecord{
 			ID: id, RTPTimestamp: ft.rtpTS, Size: ft.size, Key: ft.key, Bytes: ft.bytes,
 			Capture: ft.capture, EncodeStart: ft.encStart, EncodeEnd: ft.encEnd,
-			WriteStart: rec.WriteStart, WriteEnd: rec.WriteEnd, LeftHost: rec.LeftHost,
+			WriteStart: rec.WriteStart, WriteEnd: rec.WriteEnd, LeftHost: rec.LeftHost, Written: ft.written,
 			Target: ft.target, DrainRate: ft.drain, AppLimited: ft.appLimited, Skipped: ft.skipped,
-			Retransmits: rec.Retransmits, Drain: ft.drainRec, Lead: ft.lead,
+			Retransmits: rec.Retransmits, Drain: ft.drainRec, Lead: ft.lead, Control: ft.control,
 		})
 	}
 	since := func(t time.Time) time.Duration {

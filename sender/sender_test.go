@@ -254,7 +254,8 @@ func TestReportsNameAndTimings(t *testing.T) {
 	var got []FrameRecord
 	bubble(t, Config{Name: "cam-1", Mode: "replenish=15ms", OnFrame: func(r FrameRecord) { got = append(got, r) }}, func(s *Sender, src *media.Source, f *fakeTransport) {
 		drain := transport.DrainRecord{StackRate: 3 * rate.Mbps}
-		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps, Drain: drain, Lead: 7 * time.Millisecond}
+		f.invite <- transport.Invitation{DrainRate: 2 * rate.Mbps, Drain: drain, Lead: 7 * time.Millisecond,
+			RTT: 50 * time.Millisecond, MinRTT: 50 * time.Millisecond}
 		synctest.Wait()
 		w := f.writes[0]
 		start := time.Now()
@@ -285,6 +286,9 @@ func TestReportsNameAndTimings(t *testing.T) {
 		if len(got) != 1 || got[0].LeftHost.Sub(got[0].WriteStart) != 3*time.Millisecond || got[0].Size.W == 0 || got[0].Retransmits != 4 ||
 			got[0].Drain != drain || got[0].Lead != 7*time.Millisecond {
 			t.Errorf("OnFrame records %+v, want frame 0 with its 3 ms source delay, 4 retransmits and its invitation's drain record and lead", got)
+		}
+		if written := size(w.pkts); len(got) == 1 && (got[0].Written != written || got[0].Control.Phase == "" || got[0].Control.Rate == 0) {
+			t.Errorf("OnFrame record written %d, control %+v; want the %d bytes of its write and the controller's state", got[0].Written, got[0].Control, written)
 		}
 		if st := s.Status(); st.SourceDelayN != 1 || st.SourceDelayP50 != 3*time.Millisecond {
 			t.Errorf("status source delay %v over %d frames, want 3ms over 1", st.SourceDelayP50, st.SourceDelayN)

@@ -59,9 +59,22 @@ func frameLine(f sender.FrameRecord) records.Frame {
 		Kind: records.KindFrame, ID: f.ID, RTPTimestamp: f.RTPTimestamp,
 		CaptureUs: us(f.Capture), EncodeStartUs: us(f.EncodeStart), EncodeEndUs: us(f.EncodeEnd),
 		WriteStartUs: us(f.WriteStart), WriteEndUs: us(f.WriteEnd), LeftHostUs: us(f.LeftHost),
-		Bytes: f.Bytes, Width: f.Size.W, Height: f.Size.H, Key: f.Key,
+		Bytes: f.Bytes, Written: f.Written, Width: f.Size.W, Height: f.Size.H, Key: f.Key,
 		TargetBps: int64(f.Target), DrainBps: int64(f.DrainRate), AppLimited: f.AppLimited, Skipped: f.Skipped,
 		Retransmits: f.Retransmits, LeadUs: f.Lead.Microseconds(), Drain: records.DrainOf(f.Drain),
+		Control: controlOf(f.Control),
+	}
+}
+
+// controlOf returns the records form of c, or nil when the controller has
+// not acted.
+func controlOf(c sender.ControlState) *records.Control {
+	if c == (sender.ControlState{}) {
+		return nil
+	}
+	return &records.Control{
+		Phase: c.Phase, RateBps: int64(c.Rate), CapacityBps: int64(c.Capacity),
+		ExcessUs: c.Excess.Microseconds(), ShiftUs: c.Shift.Microseconds(), Cut: c.Cut,
 	}
 }
 

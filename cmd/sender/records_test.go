@@ -20,11 +20,21 @@ func TestFrameLine(t *testing.T) {
 		Capture: t0, EncodeStart: t0.Add(time.Millisecond), EncodeEnd: t0.Add(3 * time.Millisecond),
 		WriteStart: t0.Add(4 * time.Millisecond), WriteEnd: t0.Add(5 * time.Millisecond),
 		Target: rate.Mbps, DrainRate: 2 * rate.Mbps, Skipped: 1, Retransmits: 2, Lead: 6 * time.Millisecond,
-		Drain: transport.DrainRecord{Estimate: drain.Estimate{Rate: 2 * rate.Mbps, Source: drain.SourceMeasured}}}
+		Drain:   transport.DrainRecord{Estimate: drain.Estimate{Rate: 2 * rate.Mbps, Source: drain.SourceMeasured}},
+		Written: 1230, Control: sender.ControlState{Phase: "cruising", Rate: 1030 * rate.Kbps, Capacity: 1050 * rate.Kbps,
+			Excess: 3 * time.Millisecond, Cut: true}}
 	got := frameLine(f)
 	want := records.Frame{Kind: records.KindFrame, ID: 7, RTPTimestamp: 90, CaptureUs: 1_000_000, EncodeStartUs: 1_001_000,
 		EncodeEndUs: 1_003_000, WriteStartUs: 1_004_000, WriteEndUs: 1_005_000, LeftHostUs: 0, Bytes: 1200, Width: 640, Height: 360,
-		Key: true, TargetBps: 1e6, DrainBps: 2e6, Skipped: 1, Retransmits: 2, LeadUs: 6000}
+		Key: true, TargetBps: 1e6, DrainBps: 2e6, Skipped: 1, Retransmits: 2, LeadUs: 6000, Written: 1230}
+	wantControl := records.Control{Phase: "cruising", RateBps: 1_030_000, CapacityBps: 1_050_000, ExcessUs: 3000, Cut: true}
+	if got.Control == nil || *got.Control != wantControl {
+		t.Errorf("control %+v, want %+v", got.Control, wantControl)
+	}
+	got.Control = nil
+	if f.Control = (sender.ControlState{}); frameLine(f).Control != nil {
+		t.Errorf("control %+v for a controller that has not acted, want none", frameLine(f).Control)
+	}
 	if got.Drain == nil || got.Drain.RateBps != 2e6 || got.Drain.Source != "measured" {
 		t.Errorf("drain %+v, want the invitation's estimate", got.Drain)
 	}
