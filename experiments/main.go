@@ -31,6 +31,8 @@ var commands = map[string]command{
 	"demo":     demoMain,
 	// Hidden: computes the summaries of a results directory again.
 	"resummarize": resummarizeMain,
+	// Hidden: a video run's frame records as a rate-controller trace.
+	"trace": traceMain,
 }
 
 // Hidden: the workloads' processes, which run re-executes inside the
