@@ -126,6 +126,22 @@ func TestControllerRTTStepReplay(t *testing.T) {
 	}
 }
 
+// largestShift replays the trace in name through a controller started at
+// start (fps frames a second) and returns the largest base shift it took,
+// and when.
+func largestShift(t *testing.T, name string, start rate.Bitrate, fps float64) (most, at time.Duration) {
+	t.Helper()
+	tr := readTrace(t, name)
+	c := NewController(media.Ladder, start)
+	replay(c, tr, fps, func(i int, d Decision) {
+		if c.shift > most {
+			most, at = c.shift, tr[i].at
+		}
+	})
+	t.Logf("%s: largest base shift %v at %v", name, most, at)
+	return most, at
+}
+
 // TestControllerHalvingReplay replays real runs whose link halved from 2
 // to 1 Mb/s while the cuts after a probe were under way. The first cuts
 // aimed at the drain rate's windowed maximum, which still remembered
@@ -150,15 +166,7 @@ func TestControllerRTTStepReplay(t *testing.T) {
 // moved 82 ms, and the queue rose to 300 ms over the minimum.
 func TestControllerHalvingReplay(t *testing.T) {
 	for _, name := range []string{"testdata/halving.csv", "testdata/halving-bbr.csv", "testdata/halving-bbr-late.csv", "testdata/halving-bbr-stall.csv"} {
-		tr := readTrace(t, name)
-		c := NewController(media.Ladder, 2*rate.Mbps)
-		var most, at time.Duration
-		replay(c, tr, 30, func(i int, d Decision) {
-			if c.shift > most {
-				most, at = c.shift, tr[i].at
-			}
-		})
-		t.Logf("%s: largest base shift %v at %v", name, most, at)
+		most, at := largestShift(t, name, 2*rate.Mbps, 30)
 		if most > 50*time.Millisecond {
 			t.Errorf("%s: base moved %v at %v on the halving's queue", name, most, at)
 		}
@@ -176,15 +184,7 @@ func TestControllerHalvingReplay(t *testing.T) {
 // 40 ms of queue then read as none. A series ends when the queue drains.
 func TestControllerLowRateNoShiftReplay(t *testing.T) {
 	for _, name := range []string{"testdata/lowrate.csv", "testdata/lowrate-quic.csv"} {
-		tr := readTrace(t, name)
-		c := NewController(media.Ladder, 100*rate.Kbps)
-		var most, at time.Duration
-		replay(c, tr, 15, func(i int, d Decision) {
-			if c.shift > most {
-				most, at = c.shift, tr[i].at
-			}
-		})
-		t.Logf("%s: largest base shift %v at %v", name, most, at)
+		most, at := largestShift(t, name, 100*rate.Kbps, 15)
 		if most > 20*time.Millisecond {
 			t.Errorf("%s: base moved %v at %v on a path whose round trip stayed", name, most, at)
 		}
