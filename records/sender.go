@@ -52,7 +52,7 @@ type Control struct {
 	CapacityBps int64  `json:"capacity_bps"`
 	ExcessUs    int64  `json:"excess_us"` // queueing above the base and the frames' own
 	ShiftUs     int64  `json:"shift_us,omitempty"`
-	Cut         bool   `json:"cut,omitempty"` // the update lowered the rate
+	Cut         bool   `json:"cut,omitempty"` // the update made a cut (congestion, or the transport's limit)
 }
 
 // Drain is a frame's transport.DrainRecord: the estimator's latest sample
