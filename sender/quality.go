@@ -269,7 +269,6 @@ type Controller struct {
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
 	excessNow time.Duration // the excess the last update read
-	acted     bool          // control has run: the transport reports a drain rate
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
 	lastSize  int           // bytes written for the frame before, 0 after a keyframe
 	low, high time.Duration // the congestion band, see band
@@ -383,7 +382,7 @@ type ControlState struct {
 // it has acted on a drain rate (none in modes that give the sender no view
 // of the path).
 func (c *Controller) State() ControlState {
-	if !c.acted {
+	if c.fb == 0 { // control has not run (it sets the feedback delay, a round trip at least)
 		return ControlState{}
 	}
 	return ControlState{
@@ -528,7 +527,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	excess := c.excess(o, dt)
 	c.shifted(o, excess)
 	excess = c.excess(o, dt)
-	c.excessNow, c.acted = excess, true
+	c.excessNow = excess
 	if measured(o) > 0 {
 		c.measured = true
 	} else if c.measured && o.WindowBound {
