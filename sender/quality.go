@@ -197,7 +197,11 @@ func (p phase) String() string {
 // with BBR, taken for it after PROBE_RTT, it halved the capacity). A
 // cut that lowered the capacity below regainBelow of its old value is
 // regained at regainSpeed in case it was a burst; if it congests again the
-// path did slow. A standing excess that shiftCuts cuts over shiftTime and
+// path did slow. Where the bottleneck's buffer is too short for a queue to
+// show (shorter than a frame's serialization, which the self term takes for
+// the frames' own), the transport's loss rate is the signal: a loss rate
+// over lossHigh above the path's own is a cut to the rate the losses leave
+// (see lossMeter). A standing excess that shiftCuts cuts over shiftTime and
 // shiftFb feedback delays did not halve is not the stream's own (a longer
 // route, another flow's queue): the base moves up to it rather than starve
 // the stream, and the capacity those cuts lowered is taken back. Frames
@@ -277,6 +281,7 @@ type Controller struct {
 	firstCutQ time.Duration
 	firstCap  rate.Bitrate // the capacity and ceiling before the series' first cut
 	firstCeil rate.Bitrate
+	loss      lossMeter
 
 	rtts    []sample // (time, smoothed RTT)
 	scratch []time.Duration
@@ -323,6 +328,10 @@ type Observation struct {
 	// trips; zero if unknown. The RTT's rise above the minimum is the
 	// controller's congestion signal.
 	RTT, MinRTT time.Duration
+	// Sent and Lost are the transport's counts of packets sent and
+	// declared lost since the connection began (transport.Invitation);
+	// zero if unknown. A fall (a new connection) restarts the count.
+	Sent, Lost int64
 	// Skipped counts the frames the rung's frame rate would have taken
 	// between the previous frame and this one; their bits are not spent
 	// (the encoder spends one frame interval's worth on this frame). Late
@@ -528,6 +537,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.shifted(o, excess)
 	excess = c.excess(o, dt)
 	c.excessNow = excess
+	lossy := c.lossCongested(o, dt)
 	if measured(o) > 0 {
 		c.measured = true
 	} else if c.measured && o.WindowBound {
@@ -546,12 +556,18 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	switch {
 	case !keyed && (excess > c.high || (slope > slopeHigh && excess > c.low)):
 		c.congested(o, excess, slope)
+	case !keyed && lossy && o.Now.Sub(c.lastCut) >= c.fb:
+		c.lossCut(o)
 	case !keyed && c.skips > skipHigh:
 		c.transportLimited(o)
 	case excess < c.low || (c.phase == recovering && excess < c.high):
 		c.grow(o, dt)
 	default:
 		c.phaseAt = c.phaseAt.Add(dt) // hold: the phase's clock waits
+	}
+	if c.lastCut.Equal(o.Now) {
+		// The window's losses came from the load before the cut.
+		c.loss.from = later(c.loss.from, o.Now.Add(c.fb))
 	}
 }
 
@@ -609,7 +625,7 @@ func (c *Controller) probeSpeed() float64 {
 // is not taken. The ceiling itself goes once the controller has sent above
 // it without a queue building: the path has become faster.
 func (c *Controller) evidence(o Observation, excess time.Duration) {
-	clean := excess < c.low && c.skips < skipHigh
+	clean := excess < c.low && c.skips < skipHigh && !c.loss.lossy
 	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
 	if !clean {
 		sent = 0
@@ -618,8 +634,8 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 		c.ceiling = 0
 	}
 	lower := max(measured(o), sent)
-	if c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast) {
-		lower = sent
+	if c.loss.capped || (c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast)) {
+		lower = sent // see lossMeter
 	}
 	c.capacity = max(c.capacity, lower)
 }
@@ -833,7 +849,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	case est < c.capacity.Scale(regainBelow):
 		c.before = c.capacity
 	}
-	c.ceiling, c.capacity = est, est
+	c.ceiling, c.capacity, c.loss.capped = est, est, false
 	c.rate = min(c.rate, est.Scale(f))
 	c.lastCut, c.lastCutQ = o.Now, excess
 	c.phase, c.phaseAt = recovering, o.Now

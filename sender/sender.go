@@ -377,7 +377,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	now := time.Now()
 	d := s.ctrl.Update(Observation{
 		Now: now, DrainRate: inv.DrainRate, WindowBound: inv.Drain.Estimate.Source.WindowBound(), AppLimited: inv.AppLimited, Unsent: inv.Unsent,
-		RTT: inv.RTT, MinRTT: inv.MinRTT, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
+		RTT: inv.RTT, MinRTT: inv.MinRTT, Sent: inv.Sent, Lost: inv.Lost, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
 	})
 	control := s.ctrl.State()

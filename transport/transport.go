@@ -58,6 +58,13 @@ type Invitation struct {
 	// application's declared lead; zero in a kernel-faithful mode).
 	Lead time.Duration
 	Wake Wake
+	// Sent and Lost count the packets the connection has sent since it
+	// began (TCP: data segments, retransmissions included; QUIC: packets)
+	// and those it has declared lost (TCP: segments retransmitted; QUIC:
+	// packets lost). Their growth between invitations is the loss rate,
+	// the congestion signal of a bottleneck buffer too short for a queue
+	// to show in the round trip. Zero where RTT is.
+	Sent, Lost int64
 
 	// Target says that DrainRate is not a measurement of the path but a
 	// congestion controller's target rate (WebRTC's send-side bandwidth

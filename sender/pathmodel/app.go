@@ -82,6 +82,7 @@ type invitation struct {
 	bound       bool // drain is the window bound, not a measurement
 	unsent      int
 	rtt, minRTT time.Duration
+	sent, lost  int64
 }
 
 // onTick renders picture k at the size the sender last chose.
@@ -116,7 +117,7 @@ func (s *sim) checkInvite(now time.Duration) {
 	}
 	s.inv = invitation{
 		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource.WindowBound(), unsent: t.unsent(),
-		rtt: t.srtt, minRTT: t.minRTT,
+		rtt: t.srtt, minRTT: t.minRTT, sent: t.segsOut, lost: t.retransOut,
 	}
 	s.state = appTaking
 	s.tryTake(now)

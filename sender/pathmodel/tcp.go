@@ -68,9 +68,12 @@ type tcp struct {
 	next    int64 // id of the next new segment
 	una     int64 // lowest id not yet acked
 	written int64 // bytes the application wrote
-	sndNxt  int64 // bytes put into segments
-	retx    []int64
-	dropped []int64 // ids whose latest transmission was dropped, not yet marked lost
+	// segments transmitted (retransmissions included) and retransmitted,
+	// as tcpi_data_segs_out and tcpi_total_retrans count them
+	segsOut, retransOut int64
+	sndNxt              int64 // bytes put into segments
+	retx                []int64
+	dropped             []int64 // ids whose latest transmission was dropped, not yet marked lost
 
 	inflight        int
 	delivered       int64 // segments
@@ -177,6 +180,10 @@ func (t *tcp) transmit(now time.Duration, id int64) {
 		t.cc.onTxStart(t, now)
 	}
 	first := sg.retrans == 0
+	t.segsOut++
+	if !first {
+		t.retransOut++
+	}
 	sg.sent = now
 	sg.delivered, sg.deliveredAt, sg.firstTx = t.delivered, t.deliveredAt, t.firstTx
 	sg.appLimited = t.appLimitedUntil > 0

@@ -64,6 +64,7 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 		d := decide(e.Rate, c.cfg.Mode.ReplenishTime, c.lead)
 		inv.DrainRate, inv.AppLimited, inv.Lead = e.Rate, e.AppLimited, c.lead
 		inv.RTT, inv.MinRTT = st.SmoothedRTT, st.MinRTT
+		inv.Sent, inv.Lost = int64(st.PacketsSent), int64(st.PacketsLost)
 		inv.Threshold = int(min(d, 1<<31-1))
 		limit = d
 	} else {

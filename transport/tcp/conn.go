@@ -474,6 +474,7 @@ func (c *Conn) invitationLocked(info Info, in RuleInput, d Decision, w transport
 			inv.AppLimited = info.AppLimited
 		}
 		inv.RTT, inv.MinRTT = info.RTT, info.MinRTT
+		inv.Sent, inv.Lost = int64(info.DataSegsOut), int64(info.TotalRetrans)
 		inv.Threshold = d.Limit
 		inv.Lead = in.Lead
 	case transport.Lowat:

@@ -1,0 +1,160 @@
+package sender
+
+import (
+	"time"
+
+	"replenish/rate"
+)
+
+// Loss control tuning; lossMeter's doc comment says where each number comes
+// from.
+const (
+	lossHigh   = 0.02             // a loss rate this far above the base is congestion
+	lossMin    = 4                // and only with at least this many packets lost in the window
+	lossWindow = time.Second      // the loss rate's window, at least
+	lossFb     = 2                // and at least this many feedback delays
+	lossForget = 30 * time.Second // a base above the window's loss rate falls to it over this
+)
+
+// lossMeter measures the share of packets the transport declares lost, the
+// congestion signal of a bottleneck buffer too short for a queue to show in
+// the round trip.
+//
+// The excess (see Controller.excess) does not count the queueing a frame's
+// own serialization explains, up to one frame at the capacity. A drop-tail
+// buffer shorter than that overflows before its queue reaches the band:
+// measured on emulated paths of 5 Mb/s with a 30 ms buffer (TCP with CUBIC
+// and BBR, QUIC), the controller cruised and probed over a capacity 5%
+// above the path's, the buffer stood 16 to 23 ms full and dropped 3% of the
+// packets, and frames waited 40 to 50 ms in the sender's own buffers behind
+// the windows the losses shrank (capture to received 68 ms over the floor
+// at the median with BBR). A sender that overfills a full buffer loses the
+// excess: over a window, loss = 1 − capacity/sent, so the capacity is the
+// rate sent times one less the loss rate, which a loss cut takes the rate
+// below as a queue's cut does (cutFactor).
+//
+// Random loss (a radio link) is no congestion: cutting does not lower it.
+// A loss cut is judged over a window that starts a feedback delay after
+// it: a loss rate it did not halve is the path's, taken as the base, and
+// the capacity from before the cut comes back. lossHigh is the loss rate
+// above which WebRTC's GCC stops raising its rate; the window is long
+// enough for lossMin losses at 2% from 200 packets a second (a 2 Mb/s
+// stream). While a loss cut's capacity stands, a drain rate above it is
+// not taken for the capacity (the drain estimate's windowed maximum ran 2
+// to 6% over the path in those runs), and neither is the rate sent while
+// the window shows loss.
+type lossMeter struct {
+	samples []lossSample
+	from    time.Time // losses count from here: after a cut has shown, after a keyframe's payback
+	base    float64   // the path's random loss rate, which cuts did not lower
+	lossy   bool      // the last window's loss rate was congestion
+	capped  bool      // the capacity is a loss cut's estimate
+	// The last loss cut until it is judged: when, the loss rate it
+	// answered, and the capacity and ceiling before it.
+	cutAt           time.Time
+	cutFrac         float64
+	cutCap, cutCeil rate.Bitrate
+}
+
+type lossSample struct {
+	t          time.Time
+	sent, lost int64
+}
+
+// add keeps the transport's counts as of now; counts that fall (a new
+// connection) restart the window.
+func (m *lossMeter) add(o Observation, keep time.Duration) {
+	if o.Sent <= 0 {
+		return
+	}
+	if n := len(m.samples); n > 0 && (o.Sent < m.samples[n-1].sent || o.Lost < m.samples[n-1].lost) {
+		m.samples = m.samples[:0]
+		m.from = o.Now
+	}
+	i := 0
+	for i+1 < len(m.samples) && (m.samples[i+1].t.Before(o.Now.Add(-keep)) || len(m.samples)-i >= maxSamples) {
+		i++
+	}
+	m.samples = append(m.samples[:0], m.samples[i:]...)
+	m.samples = append(m.samples, lossSample{o.Now, o.Sent, o.Lost})
+}
+
+// rate returns the share of packets lost over the last span (from the
+// latest sample at least span old, and not before from) and how many were
+// lost; ok is false until the samples cover such a window.
+func (m *lossMeter) rate(now time.Time, span time.Duration) (frac float64, lost int64, ok bool) {
+	if len(m.samples) < 2 {
+		return 0, 0, false
+	}
+	last := m.samples[len(m.samples)-1]
+	start := -1
+	for i, s := range m.samples {
+		if s.t.After(now.Add(-span)) {
+			break
+		}
+		if !s.t.Before(m.from) {
+			start = i
+		}
+	}
+	if start < 0 {
+		return 0, 0, false
+	}
+	s := m.samples[start]
+	if last.sent <= s.sent {
+		return 0, 0, false
+	}
+	lost = last.lost - s.lost
+	return float64(lost) / float64(last.sent-s.sent), lost, true
+}
+
+// lossCongested takes in the transport's counts and reports whether the
+// loss over the window is congestion. It first judges the last loss cut
+// once the window lies after it: if the loss rate did not halve, it is the
+// path's (the base), and the capacity and ceiling from before the cut come
+// back.
+func (c *Controller) lossCongested(o Observation, dt time.Duration) bool {
+	m := &c.loss
+	span := max(lossWindow, lossFb*c.fb)
+	m.add(o, 2*span)
+	if o.Now.Before(c.keyUntil) {
+		m.from = later(m.from, c.keyUntil) // a keyframe's burst may overflow the buffer: not the rate's
+	}
+	frac, lost, ok := m.rate(o.Now, span)
+	if !ok {
+		return false
+	}
+	if frac < m.base {
+		m.base += (frac - m.base) * min(dt.Seconds()/lossForget.Seconds(), 1)
+	}
+	if !m.cutAt.IsZero() {
+		if frac >= m.cutFrac/2 {
+			m.base = max(m.base, frac)
+			c.capacity, c.ceiling = max(c.capacity, m.cutCap), m.cutCeil
+			c.phase, c.phaseAt = recovering, o.Now
+			m.capped = false
+		}
+		m.cutAt = time.Time{}
+	}
+	m.lossy = frac > m.base+lossHigh && lost >= lossMin
+	return m.lossy
+}
+
+// lossCut takes the rate below the capacity the loss rate shows: the rate
+// sent over the window times one less the loss rate, no more than the
+// capacity known.
+func (c *Controller) lossCut(o Observation) {
+	m := &c.loss
+	span := max(lossWindow, lossFb*c.fb)
+	frac, _, _ := m.rate(o.Now, span)
+	sent := c.sentRate(o.Now.Add(-span), o.Now)
+	if sent <= 0 {
+		sent = c.rate
+	}
+	est := min(c.capacity, sent.Scale(1-frac))
+	m.cutAt, m.cutFrac, m.cutCap, m.cutCeil = o.Now, frac, c.capacity, c.ceiling
+	m.capped = true
+	c.capacity, c.ceiling = est, est
+	c.rate = min(c.rate, est.Scale(cutFactor))
+	c.lastCut, c.lastCutQ = o.Now, c.excessNow
+	c.phase, c.phaseAt = recovering, o.Now
+}

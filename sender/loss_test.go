@@ -1,0 +1,120 @@
+package sender
+
+import (
+	"testing"
+	"time"
+
+	"replenish/rate"
+)
+
+// lossyPath is a bottleneck whose buffer is too short for a queue to show in
+// the round trip: the round trip stays at its minimum plus a few
+// milliseconds, and what is sent beyond the capacity is lost. random adds
+// loss whatever the rate. The drain rate reported is drainBias over the
+// capacity, as the drain estimator's windowed maximum ran on such paths.
+type lossyPath struct {
+	capacity   rate.Bitrate
+	random     float64
+	drainBias  float64
+	sent, lost float64
+}
+
+func (p *lossyPath) observe(f *feed) Observation {
+	o := Observation{
+		DrainRate: p.capacity.Scale(p.drainBias), RTT: 53 * time.Millisecond, MinRTT: 50 * time.Millisecond,
+		Sent: int64(p.sent), Lost: int64(p.lost),
+	}
+	// The frame this observation reports, at the last decision's rate.
+	bytes := float64(f.d.Bitrate) / 8 * frame.Seconds() * 1.03
+	pkts := bytes/1400 + 1
+	over := 1 - float64(p.capacity)/(float64(f.d.Bitrate)*1.03)
+	p.sent += pkts
+	p.lost += pkts * min(max(over, 0)+p.random, 1)
+	return o
+}
+
+// TestControllerLossCuts overfills a short buffer with a drain rate that
+// reads 5% over the path: without a queue to see, the loss is the only
+// sign. The controller must come down to the path and stay near it
+// without losing more than lossHigh.
+func TestControllerLossCuts(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	f := newFeed(c)
+	p := &lossyPath{capacity: 2 * rate.Mbps, drainBias: 1.05}
+	cuts := 0
+	f.run(10*time.Second, func() Observation {
+		if c.State().Cut {
+			cuts++
+		}
+		return p.observe(f)
+	})
+	sent0, lost0 := p.sent, p.lost
+	var sum float64
+	n := 0
+	f.run(20*time.Second, func() Observation {
+		sum += float64(f.d.Bitrate) * 1.03
+		n++
+		return p.observe(f)
+	})
+	if cuts == 0 {
+		t.Fatal("no cut on 3% loss with the round trip at its minimum")
+	}
+	if loss := (p.lost - lost0) / (p.sent - sent0); loss > lossHigh {
+		t.Errorf("loss %.3f over the last 20 s, want at most %v", loss, lossHigh)
+	}
+	if mean := rate.Bitrate(sum / float64(n)); mean < p.capacity.Scale(0.85) {
+		t.Errorf("mean rate %v on a %v path, want at least 85%% of it", mean, p.capacity)
+	}
+}
+
+// TestControllerRandomLossNoRatchet loses 5% of the packets whatever the
+// rate, on a path without a queue: a loss cut does not lower it, so the
+// controller takes it for the path's and keeps the capacity, rather than
+// cutting again at every window.
+func TestControllerRandomLossNoRatchet(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	f := newFeed(c)
+	f.run(5*time.Second, clean(2*rate.Mbps))
+	p := &lossyPath{capacity: 1000 * rate.Mbps, random: 0.05, drainBias: 0.002} // the drain rate 2 Mb/s; the path never full
+	cuts := 0
+	f.run(30*time.Second, func() Observation {
+		if c.State().Cut {
+			cuts++
+		}
+		return p.observe(f)
+	})
+	if cuts > 2 {
+		t.Errorf("%d cuts on 5%% random loss, want at most 2", cuts)
+	}
+	if c.capacity < (2 * rate.Mbps).Scale(0.95) {
+		t.Errorf("capacity %v after 30 s of random loss on a path that carried 2 Mb/s", c.capacity)
+	}
+}
+
+// TestLossMeter checks the loss rate's window: it needs a sample at least
+// span old and not before from, and a new connection's lower counts
+// restart it.
+func TestLossMeter(t *testing.T) {
+	var m lossMeter
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	for i := range 11 {
+		d := time.Duration(i) * 100 * time.Millisecond
+		m.add(Observation{Now: at(d), Sent: int64(100 * i), Lost: int64(3 * i)}, 2*time.Second)
+	}
+	if _, _, ok := m.rate(at(time.Second), 2*time.Second); ok {
+		t.Error("a rate over 2 s from 1 s of samples")
+	}
+	frac, lost, ok := m.rate(at(time.Second), 500*time.Millisecond)
+	if !ok || lost != 15 || frac != 0.03 {
+		t.Errorf("rate over 500 ms: %v, %d lost, ok %v; want 0.03, 15, true", frac, lost, ok)
+	}
+	m.from = at(800 * time.Millisecond)
+	if _, _, ok := m.rate(at(time.Second), 500*time.Millisecond); ok {
+		t.Error("a rate over a window starting before from")
+	}
+	m.add(Observation{Now: at(1100 * time.Millisecond), Sent: 5, Lost: 0}, 2*time.Second)
+	if len(m.samples) != 1 || !m.from.Equal(at(1100*time.Millisecond)) {
+		t.Errorf("after counts fell: %d samples, from %v; want 1 sample, from the new connection", len(m.samples), m.from.Sub(t0))
+	}
+}
