@@ -52,7 +52,12 @@ type Control struct {
 	CapacityBps int64  `json:"capacity_bps"`
 	ExcessUs    int64  `json:"excess_us"` // queueing above the base and the frames' own
 	ShiftUs     int64  `json:"shift_us,omitempty"`
-	Cut         bool   `json:"cut,omitempty"` // the update made a cut (congestion, or the transport's limit)
+	Cut         bool   `json:"cut,omitempty"` // the update made a cut (congestion, loss, or the transport's limit)
+	// Loss is the share of packets the transport declared lost over the
+	// controller's last window, LossBase the share it takes for the
+	// path's own (random loss).
+	Loss     float64 `json:"loss,omitempty"`
+	LossBase float64 `json:"loss_base,omitempty"`
 }
 
 // Drain is a frame's transport.DrainRecord: the estimator's latest sample

@@ -46,6 +46,7 @@ const (
 type lossMeter struct {
 	samples []lossSample
 	from    time.Time // losses count from here: after a cut has shown, after a keyframe's payback
+	frac    float64   // the loss rate over the last window judged
 	base    float64   // the path's random loss rate, which cuts did not lower
 	lossy   bool      // the last window's loss rate was congestion
 	capped  bool      // the capacity is a loss cut's estimate
@@ -135,6 +136,7 @@ func (c *Controller) lossCongested(o Observation, dt time.Duration) bool {
 		}
 		m.cutAt = time.Time{}
 	}
+	m.frac = frac
 	m.lossy = frac > m.base+lossHigh && lost >= lossMin
 	return m.lossy
 }

@@ -42,8 +42,12 @@ func TestControllerLossCuts(t *testing.T) {
 	f := newFeed(c)
 	p := &lossyPath{capacity: 2 * rate.Mbps, drainBias: 1.05}
 	cuts := 0
+	var first ControlState
 	f.run(10*time.Second, func() Observation {
-		if c.State().Cut {
+		if st := c.State(); st.Cut {
+			if cuts == 0 {
+				first = st
+			}
 			cuts++
 		}
 		return p.observe(f)
@@ -58,6 +62,9 @@ func TestControllerLossCuts(t *testing.T) {
 	})
 	if cuts == 0 {
 		t.Fatal("no cut on 3% loss with the round trip at its minimum")
+	}
+	if first.Loss <= lossHigh || first.Excess >= qLow {
+		t.Errorf("first cut's state %+v, want a loss rate over %v and no excess", first, lossHigh)
 	}
 	if loss := (p.lost - lost0) / (p.sent - sent0); loss > lossHigh {
 		t.Errorf("loss %.3f over the last 20 s, want at most %v", loss, lossHigh)
@@ -85,6 +92,9 @@ func TestControllerRandomLossNoRatchet(t *testing.T) {
 	})
 	if cuts > 2 {
 		t.Errorf("%d cuts on 5%% random loss, want at most 2", cuts)
+	}
+	if st := c.State(); st.LossBase < 0.04 || st.Loss < 0.04 {
+		t.Errorf("state %+v, want the loss and its base near 5%%", st)
 	}
 	if c.capacity < (2 * rate.Mbps).Scale(0.95) {
 		t.Errorf("capacity %v after 30 s of random loss on a path that carried 2 Mb/s", c.capacity)

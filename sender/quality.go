@@ -385,6 +385,9 @@ type ControlState struct {
 	Excess   time.Duration // the queueing the update read above the base and the frames' own (see excess)
 	Shift    time.Duration // the base round trip above the transport's minimum
 	Cut      bool          // the update made a cut (congestion, or the transport's limit)
+	// Loss is the share of packets lost over the last window judged,
+	// LossBase the share taken for the path's own (see lossMeter).
+	Loss, LossBase float64
 }
 
 // State returns the controller's state after the last update: zero until
@@ -396,7 +399,7 @@ func (c *Controller) State() ControlState {
 	}
 	return ControlState{
 		Phase: c.phase.String(), Rate: c.rate, Capacity: c.capacity, Excess: c.excessNow, Shift: c.shift,
-		Cut: c.lastCut.Equal(c.prev),
+		Cut: c.lastCut.Equal(c.prev), Loss: c.loss.frac, LossBase: c.loss.base,
 	}
 }
 

@@ -75,6 +75,7 @@ func controlOf(c sender.ControlState) *records.Control {
 	return &records.Control{
 		Phase: c.Phase, RateBps: int64(c.Rate), CapacityBps: int64(c.Capacity),
 		ExcessUs: c.Excess.Microseconds(), ShiftUs: c.Shift.Microseconds(), Cut: c.Cut,
+		Loss: c.Loss, LossBase: c.LossBase,
 	}
 }
 

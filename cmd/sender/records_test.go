@@ -22,12 +22,12 @@ func TestFrameLine(t *testing.T) {
 		Target: rate.Mbps, DrainRate: 2 * rate.Mbps, Skipped: 1, Retransmits: 2, Lead: 6 * time.Millisecond,
 		Drain:   transport.DrainRecord{Estimate: drain.Estimate{Rate: 2 * rate.Mbps, Source: drain.SourceMeasured}},
 		Written: 1230, Control: sender.ControlState{Phase: "cruising", Rate: 1030 * rate.Kbps, Capacity: 1050 * rate.Kbps,
-			Excess: 3 * time.Millisecond, Cut: true}}
+			Excess: 3 * time.Millisecond, Cut: true, Loss: 0.03, LossBase: 0.01}}
 	got := frameLine(f)
 	want := records.Frame{Kind: records.KindFrame, ID: 7, RTPTimestamp: 90, CaptureUs: 1_000_000, EncodeStartUs: 1_001_000,
 		EncodeEndUs: 1_003_000, WriteStartUs: 1_004_000, WriteEndUs: 1_005_000, LeftHostUs: 0, Bytes: 1200, Width: 640, Height: 360,
 		Key: true, TargetBps: 1e6, DrainBps: 2e6, Skipped: 1, Retransmits: 2, LeadUs: 6000, Written: 1230}
-	wantControl := records.Control{Phase: "cruising", RateBps: 1_030_000, CapacityBps: 1_050_000, ExcessUs: 3000, Cut: true}
+	wantControl := records.Control{Phase: "cruising", RateBps: 1_030_000, CapacityBps: 1_050_000, ExcessUs: 3000, Cut: true, Loss: 0.03, LossBase: 0.01}
 	if got.Control == nil || *got.Control != wantControl {
 		t.Errorf("control %+v, want %+v", got.Control, wantControl)
 	}
