@@ -44,11 +44,14 @@ func TestControllerLossCuts(t *testing.T) {
 	cuts := 0
 	var first ControlState
 	f.run(10*time.Second, func() Observation {
-		if st := c.State(); st.Cut {
+		st := c.State()
+		if st.Cut {
 			if cuts == 0 {
 				first = st
 			}
 			cuts++
+		} else if !c.loss.cutAt.IsZero() && st.Rate > c.loss.cutRate {
+			t.Errorf("rate %v while a loss cut to %v is judged, want it held", st.Rate, c.loss.cutRate)
 		}
 		return p.observe(f)
 	})
@@ -126,5 +129,56 @@ func TestLossMeter(t *testing.T) {
 	m.add(Observation{Now: at(1100 * time.Millisecond), Sent: 5, Lost: 0}, 2*time.Second)
 	if len(m.samples) != 1 || !m.from.Equal(at(1100*time.Millisecond)) {
 		t.Errorf("after counts fell: %d samples, from %v; want 1 sample, from the new connection", len(m.samples), m.from.Sub(t0))
+	}
+}
+
+// TestControllerLossRepairNotRandom follows a loss cut on a short buffer
+// with a second of retransmissions, the repair of what the overshoot
+// lost, and then none: the judgment waits for the repair instead of
+// taking it for the path's loss.
+func TestControllerLossRepairNotRandom(t *testing.T) {
+	c := NewController(testLadder, 2*rate.Mbps)
+	f := newFeed(c)
+	p := &lossyPath{capacity: 2 * rate.Mbps, drainBias: 1.05}
+	f.run(10*time.Second, func() Observation { return p.observe(f) })
+	if st := c.State(); st.LossBase > 0 {
+		t.Fatalf("loss base %.3f before the repair, want none", st.LossBase)
+	}
+	var cutAt time.Time
+	f.run(20*time.Second, func() Observation {
+		if st := c.State(); cutAt.IsZero() && st.Cut && st.Loss > lossHigh {
+			cutAt = f.now
+		}
+		p.random = 0
+		if !cutAt.IsZero() && f.now.Sub(cutAt) < time.Second {
+			p.random = 0.15
+		}
+		return p.observe(f)
+	})
+	if cutAt.IsZero() {
+		t.Fatal("no loss cut")
+	}
+	if st := c.State(); st.LossBase > 0 {
+		t.Errorf("loss base %.3f after a repair's retransmissions, want none", st.LossBase)
+	}
+}
+
+func TestSignificant(t *testing.T) {
+	for _, tc := range []struct {
+		frac float64
+		lost int64
+		base float64
+		want bool
+	}{
+		{0.03, 13, 0, true},      // 3% of 433 on a path without loss
+		{0.037, 7, 0.017, false}, // 7 of 189 where 3.2 are expected: noise
+		{0.08, 15, 0.017, true},  // 15 of 188 where 3.2 are expected
+		{0.03, 13, 0.015, false}, // 13 of 433 where 6.5 are expected
+		{0.05, 22, 0.015, true},  // 22 of 440 where 6.6 are expected
+		{0, 0, 0, false},
+	} {
+		if got := significant(tc.frac, tc.lost, tc.base); got != tc.want {
+			t.Errorf("significant(%v, %d, %v) = %v, want %v", tc.frac, tc.lost, tc.base, got, tc.want)
+		}
 	}
 }

@@ -933,6 +933,9 @@ func (c *Controller) transportLimited(o Observation) {
 // probing past the capacity at a speed the feedback delay allows, faster
 // and faster once well past it.
 func (c *Controller) grow(o Observation, dt time.Duration) {
+	if !c.loss.cutAt.IsZero() {
+		return // a loss cut is being judged at the rate it set: see lossMeter
+	}
 	cruise := c.capacity.Scale(cruiseGain)
 	want := c.rate
 	switch c.phase {
