@@ -70,8 +70,7 @@ type lossMeter struct {
 	// answered, and the capacity and ceiling before it.
 	cutAt           time.Time
 	cutFrac         float64
-	cutRate         rate.Bitrate // the rate it set
-	extended        bool         // its judgment waited a window for the repair of earlier losses
+	extended        bool // its judgment waited a window for the repair of earlier losses
 	cutCap, cutCeil rate.Bitrate
 }
 
@@ -183,8 +182,8 @@ func significant(frac float64, lost int64, base float64) bool {
 // capacity known.
 func (c *Controller) lossCut(o Observation) {
 	m := &c.loss
+	frac := m.frac // this update's window, judged by lossCongested
 	span := max(lossWindow, lossFb*c.fb)
-	frac, _, _ := m.rate(o.Now, span)
 	sent := c.sentRate(o.Now.Add(-span), o.Now)
 	if sent <= 0 {
 		sent = c.rate
@@ -194,7 +193,6 @@ func (c *Controller) lossCut(o Observation) {
 	m.capped = true
 	c.capacity, c.ceiling = est, est
 	c.rate = min(c.rate, est.Scale(cutFactor))
-	m.cutRate = c.rate
 	c.lastCut, c.lastCutQ = o.Now, c.excessNow
 	c.phase, c.phaseAt = recovering, o.Now
 }
