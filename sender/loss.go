@@ -79,8 +79,10 @@ type lossSample struct {
 	sent, lost int64
 }
 
-// add keeps the transport's counts as of now; counts that fall (a new
-// connection) restart the window.
+func (s lossSample) at() time.Time { return s.t }
+
+// add keeps the transport's counts as of now, and those of the last keep;
+// counts that fall (a new connection) restart the window.
 func (m *lossMeter) add(o Observation, keep time.Duration) {
 	if o.Sent <= 0 {
 		return
@@ -89,12 +91,7 @@ func (m *lossMeter) add(o Observation, keep time.Duration) {
 		m.samples = m.samples[:0]
 		m.from = o.Now
 	}
-	i := 0
-	for i+1 < len(m.samples) && (m.samples[i+1].t.Before(o.Now.Add(-keep)) || len(m.samples)-i >= maxSamples) {
-		i++
-	}
-	m.samples = append(m.samples[:0], m.samples[i:]...)
-	m.samples = append(m.samples, lossSample{o.Now, o.Sent, o.Lost})
+	m.samples = push(m.samples, lossSample{o.Now, o.Sent, o.Lost}, o.Now.Add(-keep))
 }
 
 // rate returns the share of packets lost over the last span (from the

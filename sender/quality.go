@@ -293,6 +293,11 @@ type sample struct {
 	v float64
 }
 
+func (s sample) at() time.Time { return s.t }
+
+// timed is a sample kept over a window of time.
+type timed interface{ at() time.Time }
+
 // Observation is what the sender knows when it is about to encode a frame:
 // what the transport reported at the invitation, and what the previous
 // frame cost.
@@ -505,9 +510,9 @@ func later(a, b time.Time) time.Time {
 
 // push appends s to xs, dropping samples before since and beyond
 // maxSamples.
-func push(xs []sample, s sample, since time.Time) []sample {
+func push[S timed](xs []S, s S, since time.Time) []S {
 	i := 0
-	for i < len(xs) && (xs[i].t.Before(since) || len(xs)-i >= maxSamples) {
+	for i < len(xs) && (xs[i].at().Before(since) || len(xs)-i >= maxSamples) {
 		i++
 	}
 	if i > 0 {
