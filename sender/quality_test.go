@@ -829,3 +829,31 @@ func TestControllerFollowsTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestSentRateWholeIntervals: frames of 750 bytes at 15 a second, each
+// written 0 to 10 ms late (the invitation's jitter). The rate sent over
+// the last sentWindow (7.5 frame intervals) is the stream's, because each
+// frame's bytes count over its own interval: counted at their write
+// times, the window held 7 frames and read 6.7% low.
+func TestSentRateWholeIntervals(t *testing.T) {
+	const frame = 750
+	interval := time.Second / 15
+	stream := rate.FromBytesPerSecond(frame / interval.Seconds())
+	c := NewController(testLadder, 100*rate.Kbps)
+	rng := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Unix(1000, 0)
+	var sum, sq, n float64
+	for k := range 300 {
+		now := t0.Add(time.Duration(k)*interval + time.Duration(rng.Int64N(int64(10*time.Millisecond))))
+		c.Update(Observation{Now: now, Encoded: frame, Written: frame})
+		if k < 20 {
+			continue
+		}
+		e := float64(c.sentRate(now.Add(-sentWindow), now))/float64(stream) - 1
+		sum, sq, n = sum+e, sq+e*e, n+1
+	}
+	mean, rms := sum/n, math.Sqrt(sq/n)
+	if math.Abs(mean) > 0.01 || rms > 0.02 {
+		t.Errorf("sent rate off the stream's by %.2f%% on average, %.2f%% rms; want within 1%% and 2%%", mean*100, rms*100)
+	}
+}
