@@ -69,6 +69,7 @@ func (e *drainEstimator) read(now time.Duration, t *tcp) {
 		At:         epoch.Add(now),
 		Delivered:  uint64(t.deliveredBytes),
 		Acks:       uint64(t.delivered),
+		AckedAt:    epoch.Add(t.deliveredAt),
 		InFlight:   int(t.sndNxt - t.deliveredBytes),
 		Backlogged: t.unsent() > 0,
 		Recovering: t.inRecovery || t.lossState,

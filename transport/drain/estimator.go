@@ -14,6 +14,9 @@ type Estimator struct {
 
 	started bool
 	prev    Sample
+	// acked is when Delivered last grew: the sample's AckedAt, or its
+	// time if unknown.
+	acked time.Time
 	// open reports that a window has started, at start; a window starts
 	// only at a sample taken outside loss recovery.
 	open  bool
@@ -80,6 +83,7 @@ func (e *Estimator) Add(s Sample) Estimate {
 	if e.started && (s.At.Before(e.prev.At) || s.Delivered < e.prev.Delivered || s.Acks < e.prev.Acks) {
 		*e = Estimator{rounds: e.rounds, minAcks: e.minAcks}
 	}
+	e.acked = e.ackTime(s)
 	var closed window
 	if e.started {
 		closed = e.advance(s)
@@ -110,10 +114,28 @@ func (e *Estimator) Add(s Sample) Estimate {
 	return e.last
 }
 
-// begin opens a window at s.
+// ackTime returns when Delivered last grew, as of s: s's AckedAt if
+// Delivered grew since the previous sample (at s's time if unknown, or if
+// it lies outside the interval), else as it was.
+func (e *Estimator) ackTime(s Sample) time.Time {
+	if e.started && s.Delivered == e.prev.Delivered {
+		return e.acked
+	}
+	t := s.AckedAt
+	if t.IsZero() || t.After(s.At) {
+		return s.At
+	}
+	if e.started && !t.After(e.acked) {
+		return s.At // no later than the acknowledgement before: a stale reading
+	}
+	return t
+}
+
+// begin opens a window at s, from the acknowledgement that last raised
+// Delivered.
 func (e *Estimator) begin(s Sample) {
 	e.open = true
-	e.start = mark{s.At, s.Delivered, s.Acks}
+	e.start = mark{e.acked, s.Delivered, s.Acks}
 	e.room = math.Inf(1)
 }
 
@@ -143,17 +165,18 @@ func (e *Estimator) advance(s Sample) window {
 		return window{}
 	}
 	n := float64(s.Delivered - e.start.delivered)
-	e.span = s.At.Sub(e.start.at)
+	e.span = e.acked.Sub(e.start.at)
 	bps := n / e.span.Seconds()
 	w := window{end: s.At, rate: bytesPerSecond(bps), pathLimited: e.room >= bps}
 	e.begin(s)
 	return w
 }
 
-// spans reports whether the open window, ending at s, is long enough to
-// measure: at least one smoothed round trip and MinAcks acknowledgements.
+// spans reports whether the open window, ending at s's latest
+// acknowledgement, is long enough to measure: at least one smoothed round
+// trip and MinAcks acknowledgements.
 func (e *Estimator) spans(s Sample) bool {
-	d := s.At.Sub(e.start.at)
+	d := e.acked.Sub(e.start.at)
 	return d > 0 && d >= s.SRTT && s.Acks-e.start.acks >= uint64(e.minAcks)
 }
 

@@ -55,10 +55,14 @@ func readTrace(t *testing.T, name string) trace {
 		if strings.HasPrefix(text, "#") || text == "" {
 			continue
 		}
-		var v [14]int64
+		var v [15]int64
 		fields := strings.Split(text, ",")
 		if len(fields) != len(v) {
 			t.Fatalf("%s:%d: %d fields, want %d", name, line, len(fields), len(v))
+		}
+		acked := fields[len(v)-1] != "" // acked_us: empty if unknown
+		if !acked {
+			fields = fields[:len(v)-1]
 		}
 		for i, s := range fields {
 			if v[i], err = strconv.ParseInt(s, 10, 64); err != nil {
@@ -74,6 +78,9 @@ func readTrace(t *testing.T, name string) trace {
 			},
 			stack: rate.Bitrate(v[11]), stackAppLimited: v[12] == 1, unsent: int(v[13]),
 		})
+		if acked {
+			tr.rows[len(tr.rows)-1].s.AckedAt = t0.Add(time.Duration(v[14]) * time.Microsecond)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)

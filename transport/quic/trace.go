@@ -3,6 +3,7 @@ package quic
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
@@ -10,16 +11,27 @@ import (
 )
 
 // pathState is what the Conn learns from quic-go's recovery events that
-// ConnectionStats does not give: the bytes in flight, whether the
-// congestion controller is recovering from a loss, and when a 1-RTT packet
-// left. It is updated on quic-go's goroutines and read by the Conn's.
+// ConnectionStats does not give: the bytes in flight and when they last
+// fell, whether the congestion controller is recovering from a loss, and
+// when a 1-RTT packet left. It is updated on quic-go's goroutines and read by the Conn's.
 type pathState struct {
 	inFlight   atomic.Int64
+	base       time.Time    // the clock's origin for ackedAt (monotonic)
+	ackedAt    atomic.Int64 // when bytes in flight last fell (an acknowledgement), since base; 0 before
 	recovering atomic.Bool
 	sent       chan struct{} // capacity 1: a 1-RTT packet was sent
 }
 
-func newPathState() *pathState { return &pathState{sent: make(chan struct{}, 1)} }
+func newPathState() *pathState { return &pathState{base: time.Now(), sent: make(chan struct{}, 1)} }
+
+// acked returns when bytes in flight last fell; zero before they did.
+func (st *pathState) acked() time.Time {
+	d := st.ackedAt.Load()
+	if d <= 0 {
+		return time.Time{}
+	}
+	return st.base.Add(time.Duration(d))
+}
 
 // tracer returns a quic.Config Tracer that keeps st up to date; it records
 // nothing else.
@@ -35,8 +47,14 @@ func (st *pathState) AddProducer() qlogwriter.Recorder { return st }
 func (st *pathState) RecordEvent(ev qlogwriter.Event) {
 	switch ev := ev.(type) {
 	case qlog.MetricsUpdated:
-		// quic-go fills every field with its current value.
-		st.inFlight.Store(int64(ev.BytesInFlight))
+		// quic-go fills every field with its current value, and
+		// reports bytes in flight falling as it processes an
+		// acknowledgement (or declares a packet lost, which does not
+		// change the bytes delivered, so the drain estimator does not
+		// take its time).
+		if int64(ev.BytesInFlight) < st.inFlight.Swap(int64(ev.BytesInFlight)) {
+			st.ackedAt.Store(max(int64(time.Since(st.base)), 1))
+		}
 	case qlog.CongestionStateUpdated:
 		st.recovering.Store(ev.State == qlog.CongestionStateRecovery)
 	case qlog.PacketSent:

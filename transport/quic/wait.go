@@ -100,7 +100,7 @@ func (c *Conn) sampleLocked(now time.Time) quic.ConnectionStats {
 	inFlight := c.path.inFlight.Load()
 	delivered := c.share.update(now, c.packed.Load(), int64(st.BytesSent), int64(st.BytesSent)-int64(st.BytesLost)-inFlight)
 	c.drainIn = drain.Sample{
-		At: now, Delivered: delivered, Acks: st.PacketsReceived, InFlight: int(float64(inFlight) * c.share.share()),
+		At: now, Delivered: delivered, Acks: st.PacketsReceived, AckedAt: c.path.acked(), InFlight: int(float64(inFlight) * c.share.share()),
 		Backlogged: c.unsent() > 0, Recovering: c.path.recovering.Load(),
 		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
 	}

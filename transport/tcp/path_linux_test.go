@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -245,18 +246,27 @@ func writeTrace(t *testing.T, name, comment string, link, payload rate.Bitrate, 
 	unix.Uname(&uts)
 	fmt.Fprintf(&b, "# %s\n# recorded on Linux %s by transport/tcp TestDrainOnPath -record\n", comment, unix.ByteSliceToString(uts.Release[:]))
 	fmt.Fprintf(&b, "# link_bps=%d payload_bps=%d skip_us=%d\n", int64(link), int64(payload), skip.Microseconds())
-	b.WriteString("# at_us,delivered,acks,in_flight,backlogged,recovering,srtt_us,min_rtt_us,cwnd,peer_window,pacing_bps,stack_bps,stack_app_limited,unsent\n")
+	b.WriteString("# at_us,delivered,acks,in_flight,backlogged,recovering,srtt_us,min_rtt_us,cwnd,peer_window,pacing_bps,stack_bps,stack_app_limited,unsent,acked_us\n")
 	t0 := tr[0].s.At
 	b01 := map[bool]int{false: 0, true: 1}
 	for _, x := range tr {
 		s := x.s
-		fmt.Fprintf(&b, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", s.At.Sub(t0).Microseconds(), s.Delivered, s.Acks, s.InFlight,
+		fmt.Fprintf(&b, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s\n", s.At.Sub(t0).Microseconds(), s.Delivered, s.Acks, s.InFlight,
 			b01[s.Backlogged], b01[s.Recovering], s.SRTT.Microseconds(), s.MinRTT.Microseconds(), s.Cwnd, s.PeerWindow,
-			int64(min(s.PacingRate, 1<<50)), int64(x.info.DeliveryRate), b01[x.info.AppLimited], x.info.NotsentBytes)
+			int64(min(s.PacingRate, 1<<50)), int64(x.info.DeliveryRate), b01[x.info.AppLimited], x.info.NotsentBytes,
+			ackedField(s.AckedAt, t0))
 	}
 	if err := os.WriteFile(filepath.Join("..", "drain", "testdata", name+".csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ackedField is a trace's acked_us: microseconds from t0, empty if unknown.
+func ackedField(acked, t0 time.Time) string {
+	if acked.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(acked.Sub(t0).Microseconds(), 10)
 }
 
 // TestDrainOnPath runs a video-like sender over rate-limited paths and

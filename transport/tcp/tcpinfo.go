@@ -300,7 +300,12 @@ func KernelEstimate(i Info) drain.Estimate {
 // acknowledged above a hole: then tcpi_bytes_acked waits for the repair.
 // In flight is the bytes sent for the first time less those acknowledged;
 // a kernel too old to report tcpi_bytes_sent (before 4.19) gives
-// unacknowledged segments times the MSS instead. The kernel's app-limited
+// unacknowledged segments times the MSS instead. The latest acknowledgement
+// arrived tcpi_last_ack_recv before at, counted in jiffies (4 ms here):
+// taken only when it is at least ackClock, since a reading closer to the
+// acknowledgement than that is the better end of a window (readings that
+// follow acknowledgements closely, as a backlogged sender's do, end every
+// window alike, and the rounding of two ends would not cancel). The kernel's app-limited
 // bit is not an input: it describes the delivery-rate sample the kernel
 // kept, which while the sender is application-limited is the stale one.
 func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
@@ -312,8 +317,13 @@ func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
 	if i.Len >= offBytesSent+16 && i.BytesSent >= i.BytesRetrans+i.BytesAcked {
 		inFlight = int(i.BytesSent - i.BytesRetrans - i.BytesAcked)
 	}
+	var acked time.Time
+	if i.LastAckRecv >= ackClock {
+		acked = at.Add(-i.LastAckRecv)
+	}
 	return drain.Sample{
 		At:         at,
+		AckedAt:    acked,
 		Delivered:  i.BytesAcked,
 		Acks:       acks,
 		InFlight:   inFlight,
@@ -326,6 +336,10 @@ func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
 		PacingRate: i.PacingRate,
 	}
 }
+
+// ackClock is the least tcpi_last_ack_recv taken for the time of the
+// latest acknowledgement: two jiffies at HZ=250.
+const ackClock = 8 * time.Millisecond
 
 // Congestion-avoidance states (tcpi_ca_state, include/net/tcp.h).
 const (
