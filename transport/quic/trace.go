@@ -13,7 +13,8 @@ import (
 // pathState is what the Conn learns from quic-go's recovery events that
 // ConnectionStats does not give: the bytes in flight and when they last
 // fell, whether the congestion controller is recovering from a loss, and
-// when a 1-RTT packet left. It is updated on quic-go's goroutines and read by the Conn's.
+// when a 1-RTT packet left. It is updated on quic-go's goroutines and read
+// by the Conn's.
 type pathState struct {
 	inFlight   atomic.Int64
 	base       time.Time    // the clock's origin for ackedAt (monotonic)
