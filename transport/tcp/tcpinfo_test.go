@@ -285,3 +285,24 @@ func BenchmarkParseInfo(b *testing.B) {
 		}
 	}
 }
+
+// TestSampleOfAckedAt: tcpi_last_ack_recv counts 4 ms jiffies, so a
+// reading within ackClock of the latest acknowledgement keeps its own time
+// as the window's end (AckedAt unknown), and an older one dates the
+// acknowledgement.
+func TestSampleOfAckedAt(t *testing.T) {
+	at := time.Unix(100, 0)
+	for _, tc := range []struct {
+		since time.Duration
+		want  time.Time
+	}{
+		{0, time.Time{}},
+		{4 * time.Millisecond, time.Time{}},
+		{ackClock, at.Add(-ackClock)},
+		{60 * time.Millisecond, at.Add(-60 * time.Millisecond)},
+	} {
+		if got := SampleOf(Info{LastAckRecv: tc.since}, at, 0, false).AckedAt; !got.Equal(tc.want) {
+			t.Errorf("last ack %v ago: AckedAt %v, want %v", tc.since, got, tc.want)
+		}
+	}
+}
