@@ -7,7 +7,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -417,5 +419,71 @@ func TestLimiter(t *testing.T) {
 	lim(100)
 	if woke() {
 		t.Error("woke with the limit disarmed")
+	}
+}
+
+// initialDatagram is quic-go's datagram size before path MTU discovery
+// (its client pads the first packets to it).
+const initialDatagram = 1280
+
+// sizeConn is a viewer's socket that keeps the largest datagram it read.
+type sizeConn struct {
+	net.PacketConn
+	largest atomic.Int64
+}
+
+func (c *sizeConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, addr, err := c.PacketConn.ReadFrom(p)
+	if int64(n) > c.largest.Load() {
+		c.largest.Store(int64(n))
+	}
+	return n, addr, err
+}
+
+// The sender does not probe the path's MTU: no datagram exceeds quic-go's
+// initial size, however long the connection runs (quic-go probes every
+// five round trips, within milliseconds on loopback).
+func TestNoMTUProbes(t *testing.T) {
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &sizeConn{PacketConn: udp}
+	cert, fp, err := certs.SelfSigned([]string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &quic.Transport{Conn: sc}
+	t.Cleanup(func() { tr.Close() })
+	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}},
+		&quic.Config{MaxIncomingUniStreams: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &testViewer{ln: ln, fp: fp, conn: make(chan *quic.Conn, 1)}
+	go func() {
+		if c, err := ln.Accept(context.Background()); err == nil {
+			v.conn <- c
+		}
+	}()
+	c := dialTest(t, v, Config{})
+	conn := v.accepted(t)
+	go func() {
+		s, err := conn.AcceptUniStream(context.Background())
+		if err == nil {
+			io.Copy(io.Discard, s)
+		}
+	}()
+	for i := range 100 {
+		if _, err := c.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WriteFrame(uint64(i), [][]byte{packet(3000, byte(i))}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := sc.largest.Load(); n == 0 || n > initialDatagram {
+		t.Errorf("largest datagram %d bytes, want at most %d", n, initialDatagram)
 	}
 }
