@@ -31,11 +31,24 @@ type testViewer struct {
 
 func newTestViewer(t *testing.T) *testViewer {
 	t.Helper()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { udp.Close() })
+	return newTestViewerOn(t, udp)
+}
+
+// newTestViewerOn is newTestViewer on a socket of the test's own.
+func newTestViewerOn(t *testing.T, pc net.PacketConn) *testViewer {
+	t.Helper()
 	cert, fp, err := certs.SelfSigned([]string{"127.0.0.1"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}},
+	tr := &quic.Transport{Conn: pc}
+	t.Cleanup(func() { tr.Close() })
+	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}},
 		&quic.Config{MaxIncomingUniStreams: 10000})
 	if err != nil {
 		t.Fatal(err)
@@ -448,24 +461,9 @@ func TestNoMTUProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { udp.Close() })
 	sc := &sizeConn{PacketConn: udp}
-	cert, fp, err := certs.SelfSigned([]string{"127.0.0.1"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &quic.Transport{Conn: sc}
-	t.Cleanup(func() { tr.Close() })
-	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}},
-		&quic.Config{MaxIncomingUniStreams: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &testViewer{ln: ln, fp: fp, conn: make(chan *quic.Conn, 1)}
-	go func() {
-		if c, err := ln.Accept(context.Background()); err == nil {
-			v.conn <- c
-		}
-	}()
+	v := newTestViewerOn(t, sc)
 	c := dialTest(t, v, Config{})
 	conn := v.accepted(t)
 	go func() {
