@@ -305,9 +305,10 @@ func KernelEstimate(i Info) drain.Estimate {
 // taken only when it is at least ackClock, since a reading closer to the
 // acknowledgement than that is the better end of a window (readings that
 // follow acknowledgements closely, as a backlogged sender's do, end every
-// window alike, and the rounding of two ends would not cancel). The kernel's app-limited
-// bit is not an input: it describes the delivery-rate sample the kernel
-// kept, which while the sender is application-limited is the stale one.
+// window alike, and the rounding of two ends would not cancel). The
+// kernel's app-limited bit is not an input: it describes the delivery-rate
+// sample the kernel kept, which while the sender is application-limited is
+// the stale one.
 func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
 	backlog := 1
 	if nagle && i.MSS > 0 {
