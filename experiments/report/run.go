@@ -97,8 +97,10 @@ type Run struct {
 	FramesLost  *int     `json:"frames_lost,omitempty"` // the viewer's "lost" frames (reset streams, gaps) in the window
 	Undecodable *int     `json:"undecodable,omitempty"` // frames received in the window that depended on a lost one
 	Expiry      *Expiry  `json:"expiry,omitempty"`      // QUIC's expire mode
-	// DrainRatio is the drain estimate over the bottleneck rate, over the
-	// frames whose estimate came from path-limited windows: p50, p95, n.
+	// DrainRatio is the drain estimate over the bottleneck rate in the
+	// estimate's units (the rate times the share of the link's IP bytes
+	// the sender wrote), over the frames whose estimate came from
+	// path-limited windows: p50, p95, n.
 	DrainRatio *metrics.Percentiles `json:"drain_ratio,omitempty"`
 	// IdleFraction is the share of the window the bottleneck sat idle
 	// while the sender had raw frames waiting to be invited.

@@ -87,10 +87,11 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 	ceilingFields(r, in, frames)
 	win := windowFrames(in.TL, frames)
 	r.RungFraction = rungFraction(win)
-	r.DrainRatio = drainRatio(in, win)
 	var note string
-	r.IdleFraction, note = idleFraction(in, frames)
-	if note != "" {
+	if r.DrainRatio, note = drainRatio(in, win); note != "" {
+		r.Notes = append(r.Notes, note)
+	}
+	if r.IdleFraction, note = idleFraction(in, frames); note != "" {
 		r.Notes = append(r.Notes, note)
 	}
 	floorAt, ok := floor(in, win)
@@ -128,7 +129,19 @@ func rungFraction(win []joinedFrame) map[string]float64 {
 // over the bottleneck rate when the frame was written, over the frames
 // whose estimate came from path-limited windows (the sender, or the queue
 // the network held, kept the bottleneck busy); nil when none did.
-func drainRatio(in Input, win []joinedFrame) *metrics.Percentiles {
+//
+// The estimate counts the bytes the sender wrote (RTP, framing, its
+// reports); the bottleneck's rate counts IP packets, whose headers the
+// estimate never sees: at 100 kb/s and 15 fps they are a tenth of the
+// link. So the rate is taken in the estimate's units, times the payload
+// share (payloadShare), and an exact estimate reads 1 on every path. The
+// second result is a note when the share is unknown and the rate is taken
+// as it is.
+func drainRatio(in Input, win []joinedFrame) (*metrics.Percentiles, string) {
+	share, note := payloadShare(in, win), ""
+	if share == 0 {
+		share, note = 1, "drain_ratio against the bottleneck's IP rate: the bytes written or the link's are unknown"
+	}
 	var ratios []float64
 	for _, f := range win {
 		if !f.Drain.Known() || f.Drain.AppLimited {
@@ -139,14 +152,34 @@ func drainRatio(in Input, win []joinedFrame) *metrics.Percentiles {
 			written = f.EncodeEndUs
 		}
 		if r := in.Spec.Path.RateAt(in.TL.at(written)); r > 0 {
-			ratios = append(ratios, float64(f.Drain.RateBps)/float64(r))
+			ratios = append(ratios, float64(f.Drain.RateBps)/(float64(r)*share))
 		}
 	}
 	if len(ratios) == 0 {
-		return nil
+		return nil, ""
 	}
 	p := metrics.Summarize(ratios).Only(metrics.P50 | metrics.P95 | metrics.Count).Round(4)
-	return &p
+	return &p, note
+}
+
+// payloadShare returns the share of the bottleneck's bytes in the window
+// that the sender wrote: the window's frames' written bytes over the IP
+// bytes the emulator delivered toward the receiver in it. It returns 0
+// when either is unknown (a frame without its written bytes, as in
+// records from before they were kept).
+func payloadShare(in Input, win []joinedFrame) float64 {
+	ip := in.Final.Forward.Total.Rate()
+	var written int64
+	for _, f := range win {
+		if f.Written <= 0 {
+			return 0
+		}
+		written += int64(f.Written)
+	}
+	if ip <= 0 || written == 0 || in.TL.Duration <= 0 {
+		return 0
+	}
+	return float64(written) * 8 / in.TL.Duration.Seconds() / ip
 }
 
 // floor returns floor_ms as a function of the time since T0: the one-way

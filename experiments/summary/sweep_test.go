@@ -54,6 +54,20 @@ func TestSweepFieldsOfVideo(t *testing.T) {
 	if d := r.DrainRatio; d == nil || d.N != 192 || !near(d.P50, 0.9, 1e-9) || !near(d.P95, 1.1, 1e-9) {
 		t.Errorf("drain ratio %+v, want 0.9 and 1.1 over the 192 path-limited frames", d)
 	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "drain_ratio") }) {
+		t.Errorf("notes %q: none says the drain ratio is against the IP rate", r.Notes)
+	}
+	// With the bytes written known: 4500 B a frame, 240 frames in the 8 s
+	// window, 1.08 Mb/s, where the link delivered 1.2 Mb/s of IP packets.
+	// The estimate is then against 0.9 of the rate.
+	for i := range v.Frames {
+		v.Frames[i].Written = 4500
+	}
+	in.Final.Forward.Total.Bytes, in.Final.Forward.Total.Span = 1_200_000, 8*time.Second
+	r, _ = summarizeVideo(in, v)
+	if d := r.DrainRatio; d == nil || d.N != 192 || !near(d.P50, 1, 1e-4) || !near(d.P95, 1.1/0.9, 1e-4) {
+		t.Errorf("drain ratio %+v, want 1 and 1.22 against the payload's share of the rate", d)
+	}
 	if r.IdleFraction != nil || r.RecoveryS != nil {
 		t.Errorf("idle fraction %v and recoveries %v without idle spans or a schedule", r.IdleFraction, r.RecoveryS)
 	}
