@@ -145,7 +145,12 @@ func (p phase) String() string {
 // to probeFastest, so that a doubled link is found within seconds. The
 // rate never leads the rate actually sent by more than sentLead (the
 // encoder reaches 85% of a raised target at once), so it cannot run away
-// from an encoder that does not fill it.
+// from an encoder that does not fill it; except that recovering, it may
+// lead up to the rate sent when the cut came, which the encoder filled at
+// this rung. Held to sentLead there, a stream cut to the lowest rung's
+// floor by its start's queue (100 kb/s, 172 ms) took 2.4 s to climb back
+// to the capacity once the queue had drained: each step waits for the
+// encoder to show it.
 //
 // # Congestion
 //
@@ -167,7 +172,11 @@ func (p phase) String() string {
 // (lagFactor, measured on the bench), and the queue now is the excess plus
 // its growth over the feedback delay; the cut takes the rate to cutFactor
 // of the capacity, less what drains that queue within drainTime, never
-// below minCut of it. A probe's overshoot is cut to overshootCut instead:
+// below minCut of it. A cut before the last one's queue drained (still
+// recovering) takes no capacity above the last one's unless the drain
+// rate confirms it: what was sent a feedback delay before it may be the
+// start's overshoot (at 100 kb/s and 172 ms, such a cut 2 s in set the
+// capacity to 126 kb/s, and the recovery overfilled the path). A probe's overshoot is cut to overshootCut instead:
 // the first cut since the queue rose, on a queue that grows at a rate the
 // drain rate confirms (the rate sent over one plus the growth is within
 // drainTrust of it), so the capacity is known and the path did not slow.
@@ -256,7 +265,8 @@ type Controller struct {
 	speed     float64      // the probe's relative growth per second
 	lastCut   time.Time
 	lastCutQ  time.Duration
-	overhead  float64 // bytes written per encoded byte
+	overhead  float64      // bytes written per encoded byte
+	shown     rate.Bitrate // the rate sent when the last congestion cut came, at the current rung; 0 if none
 	prevBits  rate.Bitrate
 	outRatio  float64 // encoder output over its target
 	debt      float64 // keyframe bytes still to pay back
@@ -862,6 +872,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 		// the capacity; drain it and keep the estimate. If it goes on
 		// growing, the next cut treats it as the rate's.
 		f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
+		c.noteShown(o.Now)
 		c.rate = min(c.rate, c.capacity.Scale(f))
 		c.lastCut, c.lastCutQ = o.Now, excess
 		c.phase, c.phaseAt = recovering, o.Now
@@ -888,10 +899,29 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	case est < c.capacity.Scale(regainBelow):
 		c.before = c.capacity
 	}
+	if c.phase == recovering && !confirmed {
+		// The last cut's queue has not drained: the path carries no
+		// more than that cut's estimate, whatever was sent a feedback
+		// delay ago (at the start, the first frames' overshoot).
+		est = min(est, c.capacity)
+	}
 	c.ceiling, c.capacity, c.loss.capped = est, est, false
+	c.noteShown(o.Now)
 	c.rate = min(c.rate, est.Scale(f))
 	c.lastCut, c.lastCutQ = o.Now, excess
 	c.phase, c.phaseAt = recovering, o.Now
+}
+
+// noteShown keeps, at a cut, the rate sent over the last sentWindow: the
+// encoder filled it at this rung, so recovering the rate may lead up to it
+// (see grow). Over a series of cuts, each before the last one's queue
+// drained, it keeps the highest: the later ones come after the rate fell.
+func (c *Controller) noteShown(now time.Time) {
+	sent := c.sentRate(now.Add(-sentWindow), now)
+	if c.phase == recovering {
+		sent = max(sent, c.shown)
+	}
+	c.shown = sent
 }
 
 // cutEstimate returns the capacity a cut takes the rate below, and whether
@@ -973,7 +1003,10 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 		return // a loss cut is being judged at the rate it set: see lossMeter
 	}
 	cruise := c.capacity.Scale(cruiseGain)
-	want := c.rate
+	want, lead := c.rate, c.rate
+	if c.phase == recovering {
+		lead = min(c.shown, cruise) // the encoder filled it before the cut
+	}
 	switch c.phase {
 	case starting:
 		want = c.rate.Scale(math.Exp(startGrowth * dt.Seconds()))
@@ -1004,7 +1037,7 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 		}
 	}
 	if sr := c.sentRate(o.Now.Add(-sentWindow), o.Now); sr > 0 {
-		want = min(want, max(c.rate, sr.Scale(sentLead)))
+		want = min(want, max(lead, sr.Scale(sentLead)))
 	}
 	c.rate = max(c.rate, want)
 	c.rate = min(c.rate, c.ladder[len(c.ladder)-1].Max.Scale(2))
@@ -1032,7 +1065,7 @@ func (c *Controller) chooseRung(now time.Time) bool {
 		for c.rung > 0 && t < c.ladder[c.rung].Min {
 			c.rung--
 		}
-		c.lastChange, c.upSince, c.downSince, c.encode = now, time.Time{}, time.Time{}, 0
+		c.lastChange, c.upSince, c.downSince, c.encode, c.shown = now, time.Time{}, time.Time{}, 0, 0
 		return true
 	}
 	c.downSince = time.Time{}
@@ -1045,7 +1078,7 @@ func (c *Controller) chooseRung(now time.Time) bool {
 			}
 			if now.Sub(c.upSince) >= upHold {
 				c.rung++
-				c.lastChange, c.upSince, c.encode = now, time.Time{}, 0
+				c.lastChange, c.upSince, c.encode, c.shown = now, time.Time{}, 0, 0
 				return true
 			}
 			return false

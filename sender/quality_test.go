@@ -857,3 +857,63 @@ func TestSentRateWholeIntervals(t *testing.T) {
 		t.Errorf("sent rate off the stream's by %.2f%% on average, %.2f%% rms; want within 1%% and 2%%", mean*100, rms*100)
 	}
 }
+
+// TestControllerRecoversToWhatItSent: after a deep cut, held while its
+// queue drains, the rate returns to the cruising rate within a second,
+// even with an encoder that gives only 85% of a raised target at once. The
+// rate may lead what was sent by sentLead, but up to the rate sent when the
+// cut came it need not: the encoder filled that at this rung. Held to
+// sentLead alone, the rate rose by about a quarter a second and took
+// seconds to come back.
+func TestControllerRecoversToWhatItSent(t *testing.T) {
+	c := NewController(testLadder, 1*rate.Mbps)
+	f := newFeed(c)
+	f.run(5*time.Second, func() Observation {
+		c.rate = min(c.rate, 1*rate.Mbps) // the path carries no more
+		o := clean(1 * rate.Mbps)()
+		o.AppLimited = false
+		return o
+	})
+	o := clean(1 * rate.Mbps)()
+	o.Now, o.AppLimited, o.RTT = f.now, false, o.RTT+500*time.Millisecond
+	c.congested(o, 500*time.Millisecond, 0)
+	if c.phase != recovering || c.rate > c.capacity.Scale(0.5) {
+		t.Fatalf("a 500 ms queue: phase %d, rate %v of capacity %v; want a deep cut", c.phase, c.rate, c.capacity)
+	}
+	// The queue drains for 1.5 s, the rate held at the cut's; then none.
+	f.fill = 0.85
+	f.run(1500*time.Millisecond, func() Observation {
+		o := clean(c.capacity)()
+		o.RTT += 100 * time.Millisecond
+		return o
+	})
+	f.run(time.Second, func() Observation { return clean(c.capacity)() })
+	if cruise := c.capacity.Scale(cruiseGain); c.rate < cruise.Scale(0.95) {
+		t.Errorf("a second after the cut: rate %v, want near the cruising rate %v", c.rate, cruise)
+	}
+}
+
+// TestControllerSeriesCutKeepsCapacity: a cut before the last one's queue
+// drained (recovering) does not raise the capacity to what was sent a
+// feedback delay ago, which at the start is the first frames' overshoot;
+// the drain rate unknown, the growth's estimate is all it has. Out of a
+// probe the same estimate stands.
+func TestControllerSeriesCutKeepsCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		ph   phase
+		keep bool
+	}{{recovering, true}, {probing, false}} {
+		c := NewController(testLadder, 1400*rate.Kbps)
+		f := newFeed(c)
+		f.run(2*time.Second, func() Observation {
+			c.rate = 1400 * rate.Kbps
+			return Observation{RTT: 50 * time.Millisecond, MinRTT: 50 * time.Millisecond}
+		})
+		c.phase, c.capacity = tc.ph, 800*rate.Kbps
+		c.lastCut, c.lastCutQ = f.now.Add(-c.fb-200*time.Millisecond), 50*time.Millisecond
+		c.congested(Observation{Now: f.now, RTT: 250 * time.Millisecond, MinRTT: 50 * time.Millisecond}, 200*time.Millisecond, 0.1)
+		if kept := c.capacity <= 800*rate.Kbps; kept != tc.keep {
+			t.Errorf("phase %d, 1.4 Mb/s sent a feedback delay ago: capacity %v after the cut, want kept at 800 kb/s: %v", tc.ph, c.capacity, tc.keep)
+		}
+	}
+}
