@@ -176,10 +176,11 @@ func (p phase) String() string {
 // recovering) takes no capacity above the last one's unless the drain
 // rate confirms it: what was sent a feedback delay before it may be the
 // start's overshoot (at 100 kb/s and 172 ms, such a cut 2 s in set the
-// capacity to 126 kb/s, and the recovery overfilled the path). A probe's overshoot is cut to overshootCut instead:
-// the first cut since the queue rose, on a queue that grows at a rate the
-// drain rate confirms (the rate sent over one plus the growth is within
-// drainTrust of it), so the capacity is known and the path did not slow.
+// capacity to 126 kb/s, and the recovery overfilled the path). A probe's
+// overshoot is cut to overshootCut instead: the first cut since the queue
+// rose, on a queue that grows at a rate the drain rate confirms (the rate
+// sent over one plus the growth is within drainTrust of it), so the
+// capacity is known and the path did not slow.
 // cutFactor's margin is for a capacity that may be overestimated (a path
 // that slowed while the drain rate's windowed maximum remembers it
 // faster); on an overshoot it only left the link idle. Interleaved runs
