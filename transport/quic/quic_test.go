@@ -31,12 +31,18 @@ type testViewer struct {
 
 func newTestViewer(t *testing.T) *testViewer {
 	t.Helper()
+	return newTestViewerOn(t, loopbackUDP(t))
+}
+
+// loopbackUDP returns a UDP socket on loopback, closed when the test ends.
+func loopbackUDP(t *testing.T) net.PacketConn {
+	t.Helper()
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { udp.Close() })
-	return newTestViewerOn(t, udp)
+	return udp
 }
 
 // newTestViewerOn is newTestViewer on a socket of the test's own.
@@ -457,12 +463,7 @@ func (c *sizeConn) ReadFrom(p []byte) (int, net.Addr, error) {
 // initial size, however long the connection runs (quic-go probes every
 // five round trips, within milliseconds on loopback).
 func TestNoMTUProbes(t *testing.T) {
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { udp.Close() })
-	sc := &sizeConn{PacketConn: udp}
+	sc := &sizeConn{PacketConn: loopbackUDP(t)}
 	v := newTestViewerOn(t, sc)
 	c := dialTest(t, v, Config{})
 	conn := v.accepted(t)
