@@ -35,6 +35,10 @@
 //     minimum round trip plus the time to the next sample: a queue that
 //     the network, not the sender's socket, holds, as when a loss-based
 //     congestion control fills a bottleneck buffer);
+//   - before the first path-limited window closes, also measures shorter
+//     windows (earlyAcks acknowledgements) and keeps the first that is
+//     path-limited: a sender that started far above the path needs its
+//     rate before a window of MinAcks can close (see earlyAcks);
 //   - keeps the highest window of the last Rounds round trips (or of two
 //     windows' spans, where gathering MinAcks takes longer), a round trip
 //     being the smoothed RTT but at most twice the minimum: the queue a

@@ -38,7 +38,30 @@ type Estimator struct {
 	// acknowledgements, and must stay live until the next can close).
 	horizon time.Duration
 	span    time.Duration // the newest window's span
+	// early is a shorter window, open only until the first
+	// path-limited window closes (see earlyAcks).
+	early struct {
+		open     bool
+		anchored bool // it began at an acknowledgement
+		start    mark
+		room     float64 // as room, over the early window
+	}
 }
+
+// earlyAcks is the fewest acknowledgements of an early window. Until the
+// first path-limited window closes, the Estimator also measures windows of
+// at least one smoothed round trip and earlyAcks acknowledgements, and
+// keeps one if it is path-limited. A sender that starts far above the
+// path (1 Mb/s on 100 kb/s) has built a queue of seconds by the time a
+// window of MinAcks closes (2 to 4 s at 100 kb/s with delayed
+// acknowledgements), and until then it knows only the window's bound,
+// which cwnd and a lagging smoothed RTT put at several times the path. The
+// queue keeps the bottleneck busy, so the acknowledgements come at its
+// rate, and a window anchored on them (Sample.AckedAt) holds whole
+// intervals between them: its error is their jitter, not one in earlyAcks.
+// An early window begins at an acknowledgement, and one that is not
+// path-limited begins again.
+const earlyAcks = 4
 
 // mark is the counters at the start of a window.
 type mark struct {
@@ -87,9 +110,15 @@ func (e *Estimator) Add(s Sample) Estimate {
 	var closed window
 	if e.started {
 		closed = e.advance(s)
+		if early := e.advanceEarly(s); closed.end.IsZero() {
+			closed = early
+		}
 	}
 	if !e.open && !s.Recovering {
 		e.begin(s)
+	}
+	if !e.early.open && !s.Recovering && e.floor.end.IsZero() && closed.end.IsZero() {
+		e.early.open, e.early.anchored, e.early.start = true, false, mark{e.acked, s.Delivered, s.Acks}
 	}
 	e.started, e.prev = true, s
 	// A round trip counts at most twice the minimum: a queue the sender
@@ -145,22 +174,7 @@ func (e *Estimator) advance(s Sample) window {
 	if !e.open {
 		return window{}
 	}
-	if !s.Backlogged {
-		// The bottleneck stayed busy until s if what was in flight at the
-		// previous sample exceeded what the path holds (rate × min RTT)
-		// plus what it drains until s: so at any rate up to this one.
-		base := s.MinRTT
-		if base <= 0 {
-			base = s.SRTT
-		}
-		d := base + s.At.Sub(e.prev.At)
-		switch {
-		case e.prev.InFlight < 0:
-			e.room = 0
-		case d > 0:
-			e.room = min(e.room, float64(e.prev.InFlight)/d.Seconds())
-		}
-	}
+	e.room = min(e.room, e.roomTo(s))
 	if s.Recovering || !e.spans(s) {
 		return window{}
 	}
@@ -170,6 +184,64 @@ func (e *Estimator) advance(s Sample) window {
 	w := window{end: s.At, rate: bytesPerSecond(bps), pathLimited: e.room >= bps}
 	e.begin(s)
 	return w
+}
+
+// roomTo returns the highest rate (bytes per second) at which the
+// bottleneck stayed busy from the previous sample to s: +Inf if the sender
+// was backlogged throughout. Otherwise it stayed busy if what was in flight
+// at the previous sample exceeded what the path holds (rate × min RTT) plus
+// what it drains until s: so at any rate up to the one returned.
+func (e *Estimator) roomTo(s Sample) float64 {
+	if s.Backlogged {
+		return math.Inf(1)
+	}
+	base := s.MinRTT
+	if base <= 0 {
+		base = s.SRTT
+	}
+	d := base + s.At.Sub(e.prev.At)
+	switch {
+	case e.prev.InFlight < 0:
+		return 0
+	case d > 0:
+		return float64(e.prev.InFlight) / d.Seconds()
+	}
+	return math.Inf(1)
+}
+
+// advanceEarly accounts for the interval from the previous sample to s in
+// the early window, and returns it if it closes path-limited (see
+// earlyAcks). It closes once it spans a smoothed round trip and earlyAcks
+// acknowledgements; if not path-limited, it begins again at s.
+func (e *Estimator) advanceEarly(s Sample) window {
+	w := &e.early
+	if !w.open {
+		return window{}
+	}
+	if s.Recovering || !e.floor.end.IsZero() {
+		w.open = false
+		return window{}
+	}
+	if !w.anchored {
+		// It begins at the first acknowledgement after it opened: the
+		// one before may precede anything in flight (the handshake's).
+		w.anchored = s.Acks > w.start.acks
+		w.start, w.room = mark{e.acked, s.Delivered, s.Acks}, math.Inf(1)
+		return window{}
+	}
+	w.room = min(w.room, e.roomTo(s))
+	d := e.acked.Sub(w.start.at)
+	if d <= 0 || d < s.SRTT || s.Acks-w.start.acks < earlyAcks {
+		return window{}
+	}
+	w.open = false
+	bps := float64(s.Delivered-w.start.delivered) / d.Seconds()
+	if w.room < bps {
+		return window{}
+	}
+	// It stays live until a window of MinAcks can close.
+	e.span = max(e.span, d*time.Duration(e.minAcks)/earlyAcks)
+	return window{end: s.At, rate: bytesPerSecond(bps), pathLimited: true}
 }
 
 // spans reports whether the open window, ending at s's latest

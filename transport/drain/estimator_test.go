@@ -99,14 +99,36 @@ func TestEstimatorBeforeAnyWindow(t *testing.T) {
 
 func TestEstimatorMinAcks(t *testing.T) {
 	// At 100 kb/s with a 2896-byte acknowledgement, 16 take 3.7 s: no
-	// window closes before, however many round trips pass.
+	// window closes before, however many round trips pass, unless it is
+	// path-limited (see TestEstimatorEarlyWindow).
 	e := New(Config{})
 	l := newLink()
-	if est := l.run(e, 3*time.Second, 7*time.Millisecond, 100*rate.Kbps, backlogged); est.Source != SourceWindow {
+	if est := l.run(e, 3*time.Second, 7*time.Millisecond, 100*rate.Kbps, appLimited); est.Source != SourceWindow {
 		t.Errorf("a window closed with fewer than 16 acknowledgements: %+v", est)
 	}
-	if est := l.run(e, time.Second, 7*time.Millisecond, 100*rate.Kbps, backlogged); est.Source != SourceMeasured {
+	if est := l.run(e, time.Second, 7*time.Millisecond, 100*rate.Kbps, appLimited); est.Source != SourceMeasured {
 		t.Errorf("no window after 16 acknowledgements: %+v", est)
+	}
+}
+
+// TestEstimatorEarlyWindow: a sender that started far above a 100 kb/s
+// path keeps the bottleneck busy from its first round trips. Before the
+// first window of MinAcks (3.7 s here), a path-limited window of
+// earlyAcks gives the path's rate within about a second; the first one,
+// begun while nothing was in flight, is not path-limited and begins again.
+func TestEstimatorEarlyWindow(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	l.s.SRTT, l.s.MinRTT = 400*time.Millisecond, 172*time.Millisecond
+	idle := func(s *Sample) { s.InFlight = 0 }
+	l.run(e, 100*time.Millisecond, 7*time.Millisecond, 100*rate.Kbps, idle)
+	queue := func(s *Sample) { s.InFlight = 24000 } // 1.9 s of the path
+	est := l.run(e, 1500*time.Millisecond, 7*time.Millisecond, 100*rate.Kbps, queue)
+	if est.Source != SourceMeasured || est.AppLimited || !near(est.Rate, 100*rate.Kbps, 0.1) {
+		t.Fatalf("1.5 s into a queue of 1.9 s at 100 kb/s: estimate %+v, want the path's rate, path-limited", est)
+	}
+	if est = l.run(e, 3*time.Second, 7*time.Millisecond, 100*rate.Kbps, queue); est.AppLimited || !near(est.Rate, 100*rate.Kbps, 0.05) {
+		t.Errorf("until the first window of 16: estimate %+v, want the early window's", est)
 	}
 }
 
