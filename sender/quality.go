@@ -109,7 +109,7 @@ func (p phase) String() string {
 // each frame's spread over its interval (see sentRate). The excess: the
 // smoothed RTT's lower envelope over the last 2.5 frames (at least
 // envelope; the smallest value, so the peaks of a frame's own
-// serialization drop out), less the base (MinRTT, plus a shift learned
+// serialization drop out; see The start for a gap), less the base (MinRTT, plus a shift learned
 // when the round trip rises for good), less the self term (the frames' own
 // serialization: the selfRank percentile of the smoothed RTT over
 // refWindow above the base, at most one average frame at the capacity).
@@ -223,6 +223,25 @@ func (p phase) String() string {
 // skipStep, below the drain rate unless that is only the window's bound
 // (Observation.WindowBound: PROBE_RTT's four segments would cut a 2 Mb/s
 // stream to a tenth, to climb back over ten seconds).
+//
+// # The start
+//
+// The initial rate is a guess (cmd/sender's default is 1 Mb/s). On a path
+// far below it the transport takes the first frames into its initial
+// window and then holds the sender (frames skipped, Observation.Late)
+// while the bottleneck's queue grows; at 100 kb/s a window of the drain
+// rate's takes seconds to measure, and loss recovery (an initial window
+// larger than the bottleneck's buffer) delays it further. Until the
+// transport has measured a drain rate, three rules hold. The excess's
+// envelope spans 2.5 frame intervals, not 2.5 times the gap since the last
+// frame: over a gap of 0.84 s (1 Mb/s on 100 kb/s, 172 ms) it reached back
+// to the empty path and read a 400 ms queue as none. A cut after frames
+// the transport held takes no capacity above its window per round trip
+// (the drain rate, Observation.WindowBound): that is more than it let
+// through, while the rate sent a feedback delay ago, unknown so early, was
+// taken as the rate asked for, and the queue stood for seconds. And a
+// capacity the transport never measured is not regained (regainBelow):
+// it was the guess.
 //
 // # Per frame and rung
 //
@@ -714,7 +733,11 @@ func measured(o Observation) rate.Bitrate {
 func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 	base := o.MinRTT + c.shift
 	recent := o.RTT
-	span := max(envelope, dt*5/2)
+	frames := dt
+	if !c.measured {
+		frames /= time.Duration(1 + max(o.Skipped, 0))
+	}
+	span := max(envelope, frames*5/2)
 	c.scratch = c.scratch[:0]
 	for _, s := range c.rtts {
 		v := time.Duration(s.v)
@@ -897,7 +920,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	switch {
 	case c.before > 0:
 		c.before = 0 // regaining congested: the path did slow
-	case est < c.capacity.Scale(regainBelow):
+	case est < c.capacity.Scale(regainBelow) && c.measured:
 		c.before = c.capacity
 	}
 	if c.phase == recovering && !confirmed {
@@ -954,7 +977,11 @@ func (c *Controller) cutEstimate(o Observation, slope float64) (est rate.Bitrate
 	est = sent.Scale(1 / (1 + max(slope, 0)))
 	d := measured(o)
 	if d <= 0 || max(sent, c.recentLoad(o, then)).Scale(1/(1+max(slope, 0))) < d.Scale(drainTrust) {
-		return sent.Scale(1 / (1 + lagFactor*max(slope, 0))), false
+		est = sent.Scale(1 / (1 + lagFactor*max(slope, 0)))
+		if !c.measured && o.WindowBound && o.Late > 0 {
+			est = min(est, o.DrainRate)
+		}
+		return est, false
 	}
 	if !o.AppLimited || est < d {
 		est = d

@@ -917,3 +917,38 @@ func TestControllerSeriesCutKeepsCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerStartFarAbovePath starts at 1 Mb/s on a 100 kb/s path with
+// a 172 ms round trip, as measured over TCP with CUBIC: the transport
+// takes the first frames into its initial window, then holds the sender
+// for 0.84 s while the bottleneck's queue grows to 400 ms, and has measured
+// nothing (its drain rate is only its window per round trip, 139 kb/s).
+// The frame after the gap must read that queue and cut, and the cut must
+// take no capacity above what the window let through: the rate asked for,
+// taken instead, kept a queue of most of a second for seconds. Nor is the
+// start's rate, a guess, regained as a capacity the path once carried.
+func TestControllerStartFarAbovePath(t *testing.T) {
+	const (
+		minRTT = 172 * time.Millisecond
+		bound  = 139 * rate.Kbps
+	)
+	c := NewController(testLadder, 1*rate.Mbps)
+	f := newFeed(c)
+	o := Observation{DrainRate: 650 * rate.Kbps, WindowBound: true, RTT: minRTT, MinRTT: minRTT}
+	f.frame(o)
+	f.run(250*time.Millisecond, func() Observation { return o })
+	f.every = 840 * time.Millisecond
+	f.frame(Observation{
+		DrainRate: bound, WindowBound: true, RTT: 582 * time.Millisecond, MinRTT: minRTT,
+		Skipped: 25, Late: 25, Encoded: 3300, Written: 3464,
+	})
+	if !c.lastCut.Equal(f.now) {
+		t.Fatalf("a 410 ms queue after 0.84 s held by the transport: no cut (excess %v)", c.excessNow)
+	}
+	if c.capacity > bound {
+		t.Errorf("capacity %v after the start's cut, want at most the window's %v", c.capacity, bound)
+	}
+	if c.before != 0 {
+		t.Errorf("after the start's cut: regaining toward %v, the start's rate", c.before)
+	}
+}
