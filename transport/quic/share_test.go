@@ -34,7 +34,7 @@ func (r *shareRun) run(d time.Duration, pkt, data int64) {
 			r.acked += r.inFlight[0].size
 			r.inFlight = r.inFlight[1:]
 		}
-		r.got = r.sh.update(r.now, r.packed, r.sent, r.acked)
+		r.got = r.sh.update(r.now, r.packed, r.sent, 0, r.acked)
 	}
 }
 
@@ -42,7 +42,7 @@ func TestStreamShare(t *testing.T) {
 	r := &shareRun{now: time.Unix(0, 0), interval: 100 * time.Millisecond, rtt: 200 * time.Millisecond}
 	// The handshake: 4 kB sent and delivered, no stream bytes.
 	r.sent, r.acked = 4000, 4000
-	if got := r.sh.update(r.now, 0, r.sent, r.acked); got != 0 {
+	if got := r.sh.update(r.now, 0, r.sent, 0, r.acked); got != 0 {
 		t.Fatalf("first update = %d, want 0", got)
 	}
 	base := r.acked
@@ -63,10 +63,38 @@ func TestStreamShare(t *testing.T) {
 	// A spurious loss taken back lowers the delivered packet bytes for a
 	// moment: the stream bytes delivered never go down.
 	prev := r.got
-	if got := r.sh.update(r.now, r.packed, r.sent, r.acked-5000); got < prev {
+	if got := r.sh.update(r.now, r.packed, r.sent, 0, r.acked-5000); got < prev {
 		t.Errorf("delivered went down from %d to %d", prev, got)
 	}
 	if s := r.sh.share(); s <= 0.7 || s >= 0.8 {
 		t.Errorf("share = %.3f, want 230/300", s)
+	}
+}
+
+// TestStreamShareRetransmissions: while quic-go repairs a loss, packets
+// carry stream bytes packetized before, which packed does not count again.
+// Counted over the bytes sent less those lost, the share stays the stream's share of a packet, and the delivered stream
+// bytes follow the packets the path delivered.
+func TestStreamShareRetransmissions(t *testing.T) {
+	r := &shareRun{now: time.Unix(0, 0), interval: 100 * time.Millisecond, rtt: 200 * time.Millisecond}
+	r.sh.update(r.now, 0, 0, 0, 0)
+	r.run(5*time.Second, 1250, 1180)
+	// For a second, every interval one new packet is lost and the data of
+	// an earlier lost one is sent again and delivered.
+	var lost int64
+	before, ackedBefore := r.got, r.acked
+	for end := r.now.Add(time.Second); r.now.Before(end); r.now = r.now.Add(r.interval) {
+		r.packed += 1180
+		r.sent += 2 * 1250
+		lost += 1250
+		r.acked += 1250
+		r.got = r.sh.update(r.now, r.packed, r.sent, lost, r.acked)
+	}
+	if s := r.sh.share(); math.Abs(s-1180.0/1250) > 0.01 {
+		t.Errorf("share = %.3f after a second of retransmissions, want 1180/1250", s)
+	}
+	got, want := float64(r.got-before), float64(r.acked-ackedBefore)*1180/1250
+	if math.Abs(got-want) > 0.03*want {
+		t.Errorf("a second of retransmissions: %.0f stream bytes delivered, want %.0f", got, want)
 	}
 }

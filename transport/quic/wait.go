@@ -90,7 +90,8 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 
 // sampleLocked gives the drain estimator the connection's state. Delivered
 // bytes are the bytes sent less those lost and those in flight, in QUIC
-// packet bytes, which streamShare turns into the stream bytes they carried;
+// packet bytes, which streamShare turns into the stream bytes they carried
+// (retransmissions included: see streamShare);
 // the bytes in flight are scaled alike. The backlog only shrinks between
 // writes, and the Conn samples before every write, so a backlog above zero
 // now was above zero throughout the interval since the previous sample.
@@ -98,7 +99,7 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 func (c *Conn) sampleLocked(now time.Time) quic.ConnectionStats {
 	st := c.qc.ConnectionStats()
 	inFlight := c.path.inFlight.Load()
-	delivered := c.share.update(now, c.packed.Load(), int64(st.BytesSent), int64(st.BytesSent)-int64(st.BytesLost)-inFlight)
+	delivered := c.share.update(now, c.packed.Load(), int64(st.BytesSent), int64(st.BytesLost), int64(st.BytesSent)-int64(st.BytesLost)-inFlight)
 	c.drainIn = drain.Sample{
 		At: now, Delivered: delivered, Acks: st.PacketsReceived, AckedAt: c.path.acked(), InFlight: int(float64(inFlight) * c.share.share()),
 		Backlogged: c.unsent() > 0, Recovering: c.path.recovering.Load(),
