@@ -241,7 +241,14 @@ func (p phase) String() string {
 // through, while the rate sent a feedback delay ago, unknown so early, was
 // taken as the rate asked for, and the queue stood for seconds. And a
 // capacity the transport never measured is not regained (regainBelow):
-// it was the guess.
+// it was the guess. Until the first congestion's queue (the start's) has
+// drained, a cut takes no capacity below the measured drain rate: with
+// no congestion before, it is a lower bound of the path's rate (the
+// path's rate, where the start's queue kept the bottleneck busy), and no
+// older, faster path is remembered in it. What stands then is what the start wrote, not the
+// rate sent since: over QUIC the start's losses took seconds to repair,
+// and cuts that read the rate sent after the first (a third of the path)
+// over the queue's growth as the capacity left the stream at 8 kb/s.
 //
 // # Per frame and rung
 //
@@ -312,7 +319,10 @@ type Controller struct {
 	firstCutQ time.Duration
 	firstCap  rate.Bitrate // the capacity and ceiling before the series' first cut
 	firstCeil rate.Bitrate
-	loss      lossMeter
+	// congestedOnce says a congestion cut came; startQueue, that the
+	// first one's queue (the start's) has not drained since.
+	congestedOnce, startQueue bool
+	loss                      lossMeter
 
 	rtts    []sample // (time, smoothed RTT)
 	scratch []time.Duration
@@ -619,6 +629,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	if excess < c.low {
 		c.riseFrom = o.Now
 		c.cuts = 0 // the queue drained: a series of cuts without effect ends
+		c.startQueue = false
 	}
 	slope := c.slope(o.Now)
 	keyed := o.Now.Before(c.keyUntil)
@@ -912,6 +923,18 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 		c.firstCap, c.firstCeil = c.capacity, c.ceiling
 	}
 	c.cuts++
+	if !c.congestedOnce {
+		c.congestedOnce, c.startQueue = true, true // the first congestion: the start's queue
+	}
+	if d := measured(o); !confirmed && c.startQueue && d > est {
+		// The start's queue has not drained since: no congestion before
+		// it, so the drain rate is a lower bound of the path's (and the
+		// path's, if the start's queue kept it path-limited), with no
+		// older, faster path to remember; what stands is what the start
+		// wrote (over QUIC, with its retransmissions), not the rate sent
+		// since.
+		est = d
+	}
 	cut := cutFactor
 	if confirmed && slope > 0 && c.cuts == 1 {
 		cut = overshootCut // a probe's overshoot: see the Controller's doc

@@ -952,3 +952,47 @@ func TestControllerStartFarAbovePath(t *testing.T) {
 		t.Errorf("after the start's cut: regaining toward %v, the start's rate", c.before)
 	}
 }
+
+// TestControllerStartQueueKeepsDrainRate: over QUIC from 1 Mb/s on a
+// 100 kb/s path, the first cut took the rate to a third of the measured
+// drain rate (92 kb/s, path-limited: the start's queue kept the bottleneck
+// busy), and the queue stood for seconds more while quic-go repaired the
+// start's losses. The next cuts read the rate sent since (28 kb/s) over
+// the queue's growth as the path, cut to 8 kb/s, and the stream took 10 s
+// to come back. While the start's queue has not drained, a cut takes no
+// capacity below such a drain rate; once it has, the growth's estimate
+// stands again.
+func TestControllerStartQueueKeepsDrainRate(t *testing.T) {
+	const (
+		drain  = 92 * rate.Kbps
+		minRTT = 172 * time.Millisecond
+	)
+	for _, drained := range []bool{false, true} {
+		c := NewController(testLadder, 1*rate.Mbps)
+		f := newFeed(c)
+		f.run(700*time.Millisecond, func() Observation {
+			return Observation{DrainRate: rate.Mbps, WindowBound: true, RTT: minRTT, MinRTT: minRTT}
+		})
+		queue := func(rtt time.Duration) func() Observation {
+			return func() Observation {
+				o := Observation{DrainRate: drain, RTT: rtt, MinRTT: minRTT}
+				if c.congestedOnce {
+					o.Encoded, o.Written = 110, 115 // 28 kb/s, a third of the drain rate
+				}
+				return o
+			}
+		}
+		f.run(time.Second, queue(540*time.Millisecond))
+		if !c.congestedOnce || c.capacity != drain {
+			t.Fatalf("the start's first cut: capacity %v, want the drain rate %v", c.capacity, drain)
+		}
+		if drained {
+			f.run(4*time.Second, queue(minRTT)) // then a new queue
+		}
+		f.run(4*time.Second, queue(900*time.Millisecond))
+		if kept := c.capacity >= drain; kept == drained {
+			t.Errorf("start's queue drained %v: capacity %v with %v sent, want kept at %v: %v",
+				drained, c.capacity, c.sentRate(f.now.Add(-sentWindow), f.now), drain, !drained)
+		}
+	}
+}
