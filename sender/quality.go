@@ -109,8 +109,9 @@ func (p phase) String() string {
 // each frame's spread over its interval (see sentRate). The excess: the
 // smoothed RTT's lower envelope over the last 2.5 frames (at least
 // envelope; the smallest value, so the peaks of a frame's own
-// serialization drop out; see The start for a gap), less the base (MinRTT, plus a shift learned
-// when the round trip rises for good), less the self term (the frames' own
+// serialization drop out; see The start for a gap), less the base
+// (MinRTT, plus a shift learned when the round trip rises for good), less
+// the self term (the frames' own
 // serialization: the selfRank percentile of the smoothed RTT over
 // refWindow above the base, at most one average frame at the capacity).
 // The slope: the smoothed RTT's trend, over slopeWindow or since the
@@ -241,14 +242,15 @@ func (p phase) String() string {
 // through, while the rate sent a feedback delay ago, unknown so early, was
 // taken as the rate asked for, and the queue stood for seconds. And a
 // capacity the transport never measured is not regained (regainBelow):
-// it was the guess. Until the first congestion's queue (the start's) has
-// drained, a cut takes no capacity below the measured drain rate: with
-// no congestion before, it is a lower bound of the path's rate (the
-// path's rate, where the start's queue kept the bottleneck busy), and no
-// older, faster path is remembered in it. What stands then is what the start wrote, not the
-// rate sent since: over QUIC the start's losses took seconds to repair,
-// and cuts that read the rate sent after the first (a third of the path)
-// over the queue's growth as the capacity left the stream at 8 kb/s.
+// it was the guess. A fourth holds until the first congestion's queue
+// (the start's) has drained: a cut takes no capacity below the measured
+// drain rate. With no congestion before, that is a lower bound of the
+// path's rate (the path's rate, where the start's queue kept the
+// bottleneck busy), and no older, faster path is remembered in it; what
+// stands is what the start wrote, not the rate sent since. Over QUIC the
+// start's losses took seconds to repair, and cuts that read the rate sent
+// after the first (a third of the path) over the queue's growth as the
+// capacity left the stream at 8 kb/s.
 //
 // # Per frame and rung
 //
