@@ -175,7 +175,7 @@ func (e *Estimator) advance(s Sample) window {
 		return window{}
 	}
 	e.room = min(e.room, e.roomTo(s))
-	if s.Recovering || !e.spans(s) {
+	if s.Recovering || !e.spans(s, e.start, e.minAcks) {
 		return window{}
 	}
 	n := float64(s.Delivered - e.start.delivered)
@@ -230,10 +230,10 @@ func (e *Estimator) advanceEarly(s Sample) window {
 		return window{}
 	}
 	w.room = min(w.room, e.roomTo(s))
-	d := e.acked.Sub(w.start.at)
-	if d <= 0 || d < s.SRTT || s.Acks-w.start.acks < earlyAcks {
+	if !e.spans(s, w.start, earlyAcks) {
 		return window{}
 	}
+	d := e.acked.Sub(w.start.at)
 	w.open = false
 	bps := float64(s.Delivered-w.start.delivered) / d.Seconds()
 	if w.room < bps {
@@ -244,12 +244,12 @@ func (e *Estimator) advanceEarly(s Sample) window {
 	return window{end: s.At, rate: bytesPerSecond(bps), pathLimited: true}
 }
 
-// spans reports whether the open window, ending at s's latest
+// spans reports whether a window begun at from, ending at s's latest
 // acknowledgement, is long enough to measure: at least one smoothed round
-// trip and MinAcks acknowledgements.
-func (e *Estimator) spans(s Sample) bool {
-	d := e.acked.Sub(e.start.at)
-	return d > 0 && d >= s.SRTT && s.Acks-e.start.acks >= uint64(e.minAcks)
+// trip and acks acknowledgements (MinAcks, or earlyAcks for an early one).
+func (e *Estimator) spans(s Sample, from mark, acks int) bool {
+	d := e.acked.Sub(from.at)
+	return d > 0 && d >= s.SRTT && s.Acks-from.acks >= uint64(acks)
 }
 
 // admit puts a closed window into the maximum; a path-limited one also
