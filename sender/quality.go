@@ -43,6 +43,7 @@ const (
 	shiftFb      = 6                      // and this many feedback delays
 	overDrain    = 1.1                    // the rate sent over the drain rate that says the excess is its own
 	shiftGrown   = 1.25                   // an excess over this times the last cut's grew since it: not standing
+	shiftFall    = 5 * time.Second        // an excess falling too slowly to be gone within this is standing
 	slopeWindow  = 500 * time.Millisecond // the window of the round trip's trend
 	sentWindow   = 500 * time.Millisecond // the window of the sent rate
 	sentKeep     = 3 * time.Second        // how long sent samples are kept
@@ -316,11 +317,13 @@ type Controller struct {
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
 	lastSize  int           // bytes written for the frame before, 0 after a keyframe
 	low, high time.Duration // the congestion band, see band
-	cuts      int           // cuts since firstCut, each within shiftTime of the last
+	cuts      int           // cuts in the series since firstCut (see shifted)
+	dipped    bool          // the excess fell below the band's top since the last cut
 	firstCut  time.Time
 	firstCutQ time.Duration
 	firstCap  rate.Bitrate // the capacity and ceiling before the series' first cut
 	firstCeil rate.Bitrate
+	firstSent rate.Bitrate // the rate sent when it came
 	// congestedOnce says a congestion cut came; startQueue, that the
 	// first one's queue (the start's) has not drained since.
 	congestedOnce, startQueue bool
@@ -628,6 +631,9 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 		}
 	}
 	c.evidence(o, excess)
+	if excess <= c.high {
+		c.dipped = true
+	}
 	if excess < c.low {
 		c.riseFrom = o.Now
 		c.cuts = 0 // the queue drained: a series of cuts without effect ends
@@ -772,27 +778,42 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // rose, or another flow holds a queue it cannot drain, and cutting further
 // would only starve the stream. The cuts answered the round trip, not the
 // rate, so the capacity and ceiling from before the first of them come
-// back and the rate recovers to them (the sent rate still bounds how fast:
-// sentLead). They stayed at the last cut's estimate in real runs whose
-// round trip stepped from 20 to 172 ms: three or four cuts took the
-// capacity from 2 Mb/s to 230 to 265 kb/s, and the probe took seconds to
-// find the link again (TestControllerRTTStepReplay; utilization 0.59 over
-// the run). If the path also slowed, the next cut finds out with the base
-// right. The shift falls at once when the round trip does. An excess below
+// back and the rate recovers to them, leading the rate sent up to what was
+// sent when the first came (see grow). They stayed at the last cut's
+// estimate in real runs whose round trip stepped from 20 to 172 ms: three
+// or four cuts took the capacity from 2 Mb/s to 230 to 265 kb/s, and the
+// probe took seconds to find the link again (TestControllerRTTStepReplay;
+// utilization 0.59 over the run). Held to sentLead over the rate sent
+// (the cuts had taken the stream down a rung, which forgets what the rung
+// before carried), the climb from 286 kb/s took 5 s
+// (TestControllerShiftRegainsRate). If the path also slowed, the next cut
+// finds out with the base right. The shift falls at once when the round
+// trip does. An excess below
 // half the first cut's is draining only while it is also below the last
 // cut's: after a shift taken while the round trip was
 // still rising, the excess left over fell once (the self term grew) and
 // then stood, and read as draining it was cut every half second for the
 // rest of a run (TestControllerRTTStepReplay). Nor does the base move
 // while the excess is not standing: within a feedback delay of a cut,
-// which has yet to show, or while the smoothed RTT falls (a queue
-// draining) or rises faster than slopeHigh (a queue growing). A halving's
-// queue that the first cuts had not caught (TestControllerHalvingReplay)
-// was taken for a raised round trip as it fell. The cuts count as one
+// which has yet to show, or while the smoothed RTT falls fast enough to
+// take the excess away within shiftFall (a queue draining; a cut drains
+// its own within drainTime) or rises faster than slopeHigh (a queue
+// growing). A halving's queue that the first cuts had not caught
+// (TestControllerHalvingReplay) was taken for a raised round trip as it
+// fell. Any fall was draining before: after a step from 20 to 172 ms
+// the smoothed RTT fell 3 ms a second for 2 s, 40 s to take 130 ms
+// away, and the base moved 4.6 s after the step, with the stream cut to
+// a tenth of the path (TestControllerRTTStepReplay). The cuts count as one
 // series only while the excess stays above the band: a series that
 // drained the queue is over (see control), or a new queue seconds later
 // met the conditions at its first crossing (TestControllerLowRateNoShiftReplay:
-// the base moved 40 to 68 ms in most runs at 100 kb/s). Nor does it move
+// the base moved 40 to 68 ms in most runs at 100 kb/s). A series also
+// ends when shiftTime passes without a cut, but only if the excess fell
+// below the band's top since the last: a standing excess, slowly falling
+// below the last cut's, held off cuts for 2.1 s after a round trip's step
+// (BBR), the series that ended then took the capacity it had left
+// (416 kb/s on 2 Mb/s) as the one to give back, and the base moved 5.9 s
+// after the step (TestControllerRTTStepReplay). Nor does it move
 // once the last cut has halved the excess, however small the first cut's
 // (a probe's, before the path halved), nor while the rate sent exceeds the
 // measured drain rate by more than its noise: that excess is the rate's
@@ -825,7 +846,9 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	if k := len(c.rtts) - 3; k >= 0 && c.rtts[k].t.Before(from) {
 		from = c.rtts[k].t
 	}
-	if sl := c.slopeSince(o.Now, from); o.Now.Sub(c.lastCut) < c.fb || sl < 0 || sl > slopeHigh {
+	sl := c.slopeSince(o.Now, from)
+	draining := sl < 0 && excess.Seconds() <= -lagFactor*sl*shiftFall.Seconds()
+	if o.Now.Sub(c.lastCut) < c.fb || draining || sl > slopeHigh {
 		return
 	}
 	low := o.RTT
@@ -841,6 +864,7 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	if c.firstCap > c.capacity {
 		c.capacity, c.ceiling, c.before = c.firstCap, c.firstCeil, 0
 		c.phase, c.phaseAt = recovering, o.Now
+		c.shown = max(c.shown, c.firstSent)
 	}
 }
 
@@ -911,7 +935,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 		f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
 		c.noteShown(o.Now)
 		c.rate = min(c.rate, c.capacity.Scale(f))
-		c.lastCut, c.lastCutQ = o.Now, excess
+		c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
 		c.phase, c.phaseAt = recovering, o.Now
 		return
 	}
@@ -920,9 +944,10 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	// delay (the lagged slope, times lagFactor); the cut drains it
 	// within drainTime.
 	queue := excess.Seconds() + lagFactor*max(slope, 0)*c.fb.Seconds()
-	if c.cuts == 0 || o.Now.Sub(c.lastCut) > shiftTime {
+	if c.cuts == 0 || (o.Now.Sub(c.lastCut) > shiftTime && c.dipped) {
 		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
 		c.firstCap, c.firstCeil = c.capacity, c.ceiling
+		c.firstSent = c.sentRate(o.Now.Add(-sentWindow), o.Now)
 	}
 	c.cuts++
 	if !c.congestedOnce {
@@ -957,7 +982,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	c.ceiling, c.capacity, c.loss.capped = est, est, false
 	c.noteShown(o.Now)
 	c.rate = min(c.rate, est.Scale(f))
-	c.lastCut, c.lastCutQ = o.Now, excess
+	c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
 	c.phase, c.phaseAt = recovering, o.Now
 }
 

@@ -84,46 +84,114 @@ func replay(c *Controller, tr []traceFrame, fps float64, each func(i int, d Deci
 	}
 }
 
-// TestControllerRTTStepReplay replays a real run whose round trip stepped
-// from 20 to 172 ms: the base must move up to the new round trip. The
-// first shift came while the smoothed RTT still rose (the lowest of the
-// second before it, 104 ms over the minimum against the 156 that stayed),
-// and the excess left over, about 20 ms once the self term grew, was below
-// half the excess at the first cut after the shift, which the controller
-// took for a queue draining: it cut every half second for the rest of the
-// run (2 Mb/s down to 150 kb/s, utilization 0.55) and never moved the base
-// again. An excess that no longer falls below the last cut's is not
-// draining. Once the base has moved, the cuts it took (three, down to
-// 265 kb/s) are known to have answered the round trip, not the rate: the
-// capacity from before them must be back (it stayed at 265 kb/s, and the
-// stream crept back at the probe's speed, under a sixth of the link for
-// seconds).
+// TestControllerRTTStepReplay replays real runs whose round trip stepped
+// from 20 to 172 ms: the base must move up to the new round trip. In the
+// first, the first shift came while the smoothed RTT still rose (the
+// lowest of the second before it, 104 ms over the minimum against the 156
+// that stayed), and the excess left over, about 20 ms once the self term
+// grew, was below half the excess at the first cut after the shift, which
+// the controller took for a queue draining: it cut every half second for
+// the rest of the run (2 Mb/s down to 150 kb/s, utilization 0.55) and
+// never moved the base again. An excess that no longer falls below the
+// last cut's is not draining. Once the base has moved, the cuts it took
+// (three, down to 265 kb/s) are known to have answered the round trip, not
+// the rate: the capacity from before them must be back (it stayed at
+// 265 kb/s, and the stream crept back at the probe's speed, under a sixth
+// of the link for seconds). In the second, after four cuts (2 Mb/s down to
+// 185 kb/s) the smoothed RTT fell by 3 ms a second, which would take 40 s
+// to drain the 130 ms excess: taken for a queue draining, it held the base
+// for 2 s more than the series needed (4.6 s after the step; utilization
+// 0.68 over the run). In the third (BBR), the excess stood, slowly falling
+// below the last cut's, for 2.1 s between two cuts, and a series then
+// ended on time alone: the next cut began another, the base moved 5.9 s
+// after the step, and the capacity it took back was the 416 kb/s the
+// first series had left (utilization 0.61). A series ends on time only
+// once the excess has been below the band's top since its last cut.
 func TestControllerRTTStepReplay(t *testing.T) {
-	tr := readTrace(t, "testdata/rttstep.csv")
-	c := NewController(media.Ladder, 2*rate.Mbps)
-	var shiftAt time.Duration
-	var capBefore, capShift rate.Bitrate
-	replay(c, tr, 30, func(i int, d Decision) {
-		if tr[i].at < 20*time.Second {
-			capBefore = c.capacity
+	for _, tc := range []struct {
+		name   string
+		within time.Duration // the base moves this soon after the step
+	}{
+		{"testdata/rttstep.csv", 6 * time.Second},
+		{"testdata/rttstep-slowfall.csv", 3500 * time.Millisecond},
+		{"testdata/rttstep-bbr.csv", 4 * time.Second},
+	} {
+		tr := readTrace(t, tc.name)
+		c := NewController(media.Ladder, 2*rate.Mbps)
+		var shiftAt time.Duration
+		var capBefore, capShift rate.Bitrate
+		replay(c, tr, 30, func(i int, d Decision) {
+			if tr[i].at < 20*time.Second {
+				capBefore = c.capacity
+			}
+			if shiftAt == 0 && c.shift > 140*time.Millisecond {
+				shiftAt, capShift = tr[i].at, c.capacity
+			}
+		})
+		t.Logf("%s: capacity %v before the step, %v once the base moved", tc.name, capBefore, capShift)
+		if capShift < capBefore.Scale(0.9) {
+			t.Errorf("%s: capacity %v once the base moved, %v before the step: the cuts on the round trip's rise were kept", tc.name, capShift, capBefore)
 		}
-		if shiftAt == 0 && c.shift > 140*time.Millisecond {
-			shiftAt, capShift = tr[i].at, c.capacity
+		// The round trip's rise: the least over the minimum in the last
+		// 5 s (the last frame's may carry a probe's queue).
+		last := tr[len(tr)-1]
+		want := last.srtt - last.minRTT
+		for _, fr := range tr {
+			if fr.at >= last.at-5*time.Second {
+				want = min(want, fr.srtt-fr.minRTT)
+			}
+		}
+		t.Logf("%s: base shift %v at the end (round trip %v over the minimum), first past 140 ms at %v", tc.name, c.shift, want, shiftAt)
+		if c.shift < want*9/10 {
+			t.Errorf("%s: base shift %v after the round trip rose %v for good", tc.name, c.shift, want)
+		}
+		if step := 20 * time.Second; shiftAt == 0 || shiftAt > step+tc.within {
+			t.Errorf("%s: base moved at %v, %v after the step (want within %v)", tc.name, shiftAt, shiftAt-step, tc.within)
+		}
+	}
+}
+
+// TestControllerShiftRegainsRate replays the second run of
+// TestControllerRTTStepReplay up to the frame at which the base moved, and
+// then goes on with an encoder that fills its target on the path as it
+// was (172 ms, 2 Mb/s, the drain rate following the stream's rate): the
+// rate must climb back to what was sent before the cuts as a recovery does,
+// not step by step behind the encoder (sentLead). The cuts had taken the
+// stream to 286 kb/s and down a rung, which forgets the rate sent at the
+// rung before; the run took 5 s to climb back.
+func TestControllerShiftRegainsRate(t *testing.T) {
+	tr := readTrace(t, "testdata/rttstep-slowfall.csv")
+	moved := -1
+	c := NewController(media.Ladder, 2*rate.Mbps)
+	replay(c, tr, 30, func(i int, d Decision) {
+		if moved < 0 && c.shift > 140*time.Millisecond {
+			moved = i
 		}
 	})
-	t.Logf("capacity %v before the step, %v once the base moved", capBefore, capShift)
-	if capShift < capBefore.Scale(0.9) {
-		t.Errorf("capacity %v once the base moved, %v before the step: the cuts on the round trip's rise were kept", capShift, capBefore)
+	if moved < 0 {
+		t.Fatal("the base never moved")
 	}
-	last := tr[len(tr)-1]
-	want := last.srtt - last.minRTT
-	t.Logf("base shift %v at the end (round trip %v over the minimum), first past 140 ms at %v", c.shift, want, shiftAt)
-	if c.shift < want*9/10 {
-		t.Fatalf("base shift %v after the round trip rose %v for good", c.shift, want)
+	c = NewController(media.Ladder, 2*rate.Mbps)
+	var before rate.Bitrate
+	var last Decision
+	replay(c, tr[:moved+1], 30, func(i int, d Decision) {
+		if tr[i].at < 20*time.Second {
+			before = d.Bitrate
+		}
+		last = d
+	})
+	f := newFeed(c)
+	f.now, f.d = time.Unix(1000, 0).Add(tr[moved].at), last
+	at := tr[moved] // the round trip when the base moved, without a queue
+	t.Logf("target %v before the step, %v at %v when the base moved", before, last.Bitrate, last.Rung.Size)
+	for f.now.Sub(time.Unix(1000, 0)) < tr[moved].at+2*time.Second {
+		d := f.frame(Observation{DrainRate: min(2*rate.Mbps, c.Target().Scale(1.03)), AppLimited: true, RTT: at.srtt, MinRTT: at.minRTT})
+		if d.Bitrate >= before.Scale(0.9) {
+			t.Logf("back at %v, %v after the base moved", d.Bitrate, f.now.Sub(time.Unix(1000, 0).Add(at.at)))
+			return
+		}
 	}
-	if step := 20 * time.Second; shiftAt > step+6*time.Second {
-		t.Fatalf("base moved at %v, %v after the step", shiftAt, shiftAt-step)
-	}
+	t.Errorf("2 s after the base moved: target %v at %v, want back at 90%% of %v", f.d.Bitrate, f.d.Rung.Size, before)
 }
 
 // largestShift replays the trace in name through a controller started at
