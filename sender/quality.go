@@ -803,7 +803,10 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // fell. Any fall was draining before: after a step from 20 to 172 ms
 // the smoothed RTT fell 3 ms a second for 2 s, 40 s to take 130 ms
 // away, and the base moved 4.6 s after the step, with the stream cut to
-// a tenth of the path (TestControllerRTTStepReplay). The cuts count as one
+// a tenth of the path (TestControllerRTTStepReplay). But an excess a fifth
+// or more below the last cut's is draining, however flat for a moment: a
+// halving's queue fell from 165 to 100 ms and stood briefly, and the base
+// moved 120 ms (TestControllerHalvingReplay). The cuts count as one
 // series only while the excess stays above the band: a series that
 // drained the queue is over (see control), or a new queue seconds later
 // met the conditions at its first crossing (TestControllerLowRateNoShiftReplay:
@@ -813,9 +816,9 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // below the last cut's, held off cuts for 2.1 s after a round trip's step
 // (BBR), the series that ended then took the capacity it had left
 // (416 kb/s on 2 Mb/s) as the one to give back, and the base moved 5.9 s
-// after the step (TestControllerRTTStepReplay). Nor does it move
-// once the last cut has halved the excess, however small the first cut's
-// (a probe's, before the path halved), nor while the rate sent exceeds the
+// after the step (TestControllerRTTStepReplay). Nor does it move once
+// the excess is a fifth below the last cut's, however small the first
+// cut's (a probe's, before the path halved), nor while the rate sent exceeds the
 // measured drain rate by more than its noise: that excess is the rate's
 // queue, which cuts aimed at a drain rate still remembering the faster
 // path had not caught (a BBR halving from 2 to 1 Mb/s: the base moved
@@ -830,8 +833,8 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
 		return
 	}
-	if excess < c.lastCutQ/2 || excess.Seconds() > c.lastCutQ.Seconds()*shiftGrown {
-		return // not where the last cut left it: draining, or grown since and not yet answered
+	if excess < c.lastCutQ*4/5 || excess.Seconds() > c.lastCutQ.Seconds()*shiftGrown {
+		return // not where the last cut left it: draining (see shiftFall), or grown since and not yet answered
 	}
 	if excess < c.firstCutQ/2 && excess < c.lastCutQ {
 		return // draining since the series began

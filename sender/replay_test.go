@@ -232,8 +232,13 @@ func largestShift(t *testing.T, name string, start rate.Bitrate, fps float64) (m
 // with no invitation, and at the first frame after it the excess, 130 ms
 // and six times the last cut's, read as standing over the gap: the base
 // moved 82 ms, and the queue rose to 300 ms over the minimum.
+// In a fifth (BBR), the queue fell from 165 to 100 ms within half a second
+// of the last cut and then stood a moment: with any fall short of draining
+// the excess within shiftFall taken as standing, the base moved 120 ms and
+// the capacity came back to 2 Mb/s on the halved path (a 200 ms queue
+// followed). An excess a fifth below the last cut's is draining.
 func TestControllerHalvingReplay(t *testing.T) {
-	for _, name := range []string{"testdata/halving.csv", "testdata/halving-bbr.csv", "testdata/halving-bbr-late.csv", "testdata/halving-bbr-stall.csv"} {
+	for _, name := range []string{"testdata/halving.csv", "testdata/halving-bbr.csv", "testdata/halving-bbr-late.csv", "testdata/halving-bbr-stall.csv", "testdata/halving-bbr-fall.csv"} {
 		most, at := largestShift(t, name, 2*rate.Mbps, 30)
 		if most > 50*time.Millisecond {
 			t.Errorf("%s: base moved %v at %v on the halving's queue", name, most, at)
