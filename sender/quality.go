@@ -771,63 +771,60 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 	return recent - base - self
 }
 
-// shifted raises the base round trip when a standing excess does not
-// respond to the controller's cuts: after shiftCuts cuts over shiftTime and
-// shiftFb feedback delays, a queue of its own would have drained at least
-// by half, while an excess that stays is not its own: the path's round trip
-// rose, or another flow holds a queue it cannot drain, and cutting further
-// would only starve the stream. The cuts answered the round trip, not the
-// rate, so the capacity and ceiling from before the first of them come
-// back and the rate recovers to them, leading the rate sent up to what was
-// sent when the first came (see grow). They stayed at the last cut's
-// estimate in real runs whose round trip stepped from 20 to 172 ms: three
-// or four cuts took the capacity from 2 Mb/s to 230 to 265 kb/s, and the
-// probe took seconds to find the link again (TestControllerRTTStepReplay;
-// utilization 0.59 over the run). Held to sentLead over the rate sent
-// (the cuts had taken the stream down a rung, which forgets what the rung
-// before carried), the climb from 286 kb/s took 5 s
-// (TestControllerShiftRegainsRate). If the path also slowed, the next cut
-// finds out with the base right. The shift falls at once when the round
-// trip does. An excess below
-// half the first cut's is draining only while it is also below the last
-// cut's: after a shift taken while the round trip was
-// still rising, the excess left over fell once (the self term grew) and
-// then stood, and read as draining it was cut every half second for the
-// rest of a run (TestControllerRTTStepReplay). Nor does the base move
-// while the excess is not standing: within a feedback delay of a cut,
-// which has yet to show, or while the smoothed RTT falls fast enough to
-// take the excess away within shiftFall (a queue draining; a cut drains
-// its own within drainTime) or rises faster than slopeHigh (a queue
-// growing). A halving's queue that the first cuts had not caught
+// shifted raises the base round trip when a standing excess does not respond
+// to the controller's cuts: after shiftCuts cuts over shiftTime and shiftFb
+// feedback delays, a queue of its own would have drained at least by half,
+// while an excess that stays is not its own: the path's round trip rose, or
+// another flow holds a queue it cannot drain, and cutting further would only
+// starve the stream. The cuts answered the round trip, not the rate, so the
+// capacity and ceiling from before the first of them come back and the rate
+// recovers to them, leading the rate sent up to what was sent when the first
+// came (see grow). They stayed at the last cut's estimate in real runs whose
+// round trip stepped from 20 to 172 ms: three or four cuts took the capacity
+// from 2 Mb/s to 230 to 265 kb/s, and the probe took seconds to find the
+// link again (TestControllerRTTStepReplay; utilization 0.59 over the run).
+// Held to sentLead over the rate sent (the cuts had taken the stream down a
+// rung, which forgets what the rung before carried), the climb from 286 kb/s
+// took 5 s (TestControllerShiftRegainsRate). If the path also slowed, the
+// next cut finds out with the base right. The shift falls at once when the
+// round trip does. An excess below half the first cut's is draining only
+// while it is also below the last cut's: after a shift taken while the round
+// trip was still rising, the excess left over fell once (the self term grew)
+// and then stood, and read as draining it was cut every half second for the
+// rest of a run (TestControllerRTTStepReplay). Nor does the base move while
+// the excess is not standing: within a feedback delay of a cut, which has
+// yet to show, or while the smoothed RTT falls fast enough to take the
+// excess away within shiftFall (a queue draining; a cut drains its own
+// within drainTime) or rises faster than slopeHigh (a queue growing). A
+// halving's queue that the first cuts had not caught
 // (TestControllerHalvingReplay) was taken for a raised round trip as it
-// fell. Any fall was draining before: after a step from 20 to 172 ms
-// the smoothed RTT fell 3 ms a second for 2 s, 40 s to take 130 ms
-// away, and the base moved 4.6 s after the step, with the stream cut to
-// a tenth of the path (TestControllerRTTStepReplay). But an excess a fifth
-// or more below the last cut's is draining, however flat for a moment: a
-// halving's queue fell from 165 to 100 ms and stood briefly, and the base
-// moved 120 ms (TestControllerHalvingReplay). The cuts count as one
-// series only while the excess stays above the band: a series that
-// drained the queue is over (see control), or a new queue seconds later
-// met the conditions at its first crossing (TestControllerLowRateNoShiftReplay:
-// the base moved 40 to 68 ms in most runs at 100 kb/s). A series also
-// ends when shiftTime passes without a cut, but only if the excess fell
-// below the band's top since the last: a standing excess, slowly falling
-// below the last cut's, held off cuts for 2.1 s after a round trip's step
-// (BBR), the series that ended then took the capacity it had left
-// (416 kb/s on 2 Mb/s) as the one to give back, and the base moved 5.9 s
-// after the step (TestControllerRTTStepReplay). Nor does it move once
-// the excess is a fifth below the last cut's, however small the first
-// cut's (a probe's, before the path halved), nor while the rate sent exceeds the
-// measured drain rate by more than its noise: that excess is the rate's
-// queue, which cuts aimed at a drain rate still remembering the faster
-// path had not caught (a BBR halving from 2 to 1 Mb/s: the base moved
-// 70 ms, the next queue rose to 270 ms over the minimum), nor while the
-// excess exceeds the last cut's by more than shiftGrown: it grew since,
-// and that cut has yet to answer it (another BBR halving, after a
-// probe's three cuts of 13 to 23 ms: BBR held its window for 0.76 s
-// without an invitation, the first excess after the gap, 130 ms, read as
-// standing over it, and the base moved 82 ms).
+// fell. Any fall was draining before: after a step from 20 to 172 ms the
+// smoothed RTT fell 3 ms a second for 2 s, 40 s to take 130 ms away, and the
+// base moved 4.6 s after the step, with the stream cut to a tenth of the
+// path (TestControllerRTTStepReplay). The cuts count as one series only
+// while the excess stays above the band: a series that drained the queue is
+// over (see control), or a new queue seconds later met the conditions at its
+// first crossing (TestControllerLowRateNoShiftReplay: the base moved 40 to
+// 68 ms in most runs at 100 kb/s). A series also ends when shiftTime passes
+// without a cut, but only if the excess fell below the band's top since the
+// last: a standing excess, slowly falling below the last cut's, held off
+// cuts for 2.1 s after a round trip's step (BBR), the series that ended then
+// took the capacity it had left (416 kb/s on 2 Mb/s) as the one to give
+// back, and the base moved 5.9 s after the step
+// (TestControllerRTTStepReplay). Nor does it move once the excess is a fifth
+// below the last cut's, however flat for a moment and however small the
+// first cut's (a probe's, before the path halved; a halving's queue fell
+// from 165 to 100 ms and stood briefly, and the base moved 120 ms:
+// TestControllerHalvingReplay), nor while the rate sent exceeds the measured
+// drain rate by more than its noise: that excess is the rate's queue, which
+// cuts aimed at a drain rate still remembering the faster path had not
+// caught (a BBR halving from 2 to 1 Mb/s: the base moved 70 ms, the next
+// queue rose to 270 ms over the minimum), nor while the excess exceeds the
+// last cut's by more than shiftGrown: it grew since, and that cut has yet to
+// answer it (another BBR halving, after a probe's three cuts of 13 to 23 ms:
+// BBR held its window for 0.76 s without an invitation, the first excess
+// after the gap, 130 ms, read as standing over it, and the base moved 82
+// ms).
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
 	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
@@ -850,8 +847,7 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 		from = c.rtts[k].t
 	}
 	sl := c.slopeSince(o.Now, from)
-	draining := sl < 0 && excess.Seconds() <= -lagFactor*sl*shiftFall.Seconds()
-	if o.Now.Sub(c.lastCut) < c.fb || draining || sl > slopeHigh {
+	if o.Now.Sub(c.lastCut) < c.fb || gone(excess, sl, shiftFall) || sl > slopeHigh {
 		return
 	}
 	low := o.RTT
@@ -907,6 +903,12 @@ func (c *Controller) slopeSince(now, from time.Time) float64 {
 	return (n*stv - st*sv) / d
 }
 
+// gone says a smoothed RTT falling at slope (s/s) takes the excess away
+// within d: the slope shows about 1/lagFactor of the queue's fall.
+func gone(excess time.Duration, slope float64, d time.Duration) bool {
+	return slope < 0 && excess.Seconds() <= -lagFactor*slope*d.Seconds()
+}
+
 // congested cuts the rate below the path's capacity, deep enough to drain
 // the excess queue within drainTime. The capacity is estimated as the rate
 // sent a feedback delay ago (what the queue's growth now shows) divided by
@@ -921,8 +923,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	// or falling fast enough (the slope shows about 1/lagFactor of it) to
 	// be gone within drainTime. A second cut on it would only leave the
 	// link idle when it is gone.
-	if !c.lastCut.IsZero() && slope <= 0 &&
-		(excess < c.lastCutQ || excess.Seconds() <= -lagFactor*slope*drainTime.Seconds()) {
+	if !c.lastCut.IsZero() && slope <= 0 && (excess < c.lastCutQ || gone(excess, slope, drainTime)) {
 		return
 	}
 	stalled := !c.stallAt.IsZero() && o.Now.Sub(c.stallAt) < c.fb+drainTime
