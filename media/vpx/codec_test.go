@@ -295,6 +295,46 @@ func TestLevelReset(t *testing.T) {
 	}
 }
 
+// TestLevelResetAfterProbe raises the target a little every frame for 25
+// frames (a probe: 0.2 a second at 30 fps), which the encoder follows just
+// below its target, and then cuts it to 0.8, and requires the ten frames
+// after the cut to spend the new target: without a reset on a fall by
+// more than a tenth (levelsStale) the surplus the probe left in the level
+// comes out on top, at 1.10 of the target; reset to the starting level
+// rather than the optimal one, they undershoot at 0.84.
+func TestLevelResetAfterProbe(t *testing.T) {
+	sz := media.Size{W: 640, H: 360}
+	const at, ramp, after = 300, 25, 10
+	cfg := media.EncoderConfig{Size: sz, Bitrate: 1860 * rate.Kbps, Scalability: media.L1T3}
+	target := cfg.Bitrate
+	var targets []rate.Bitrate
+	sizes := encodeWith(t, cfg, 0, at+ramp+after, func(int) int { return 1 }, func(enc *Encoder, i int) {
+		switch {
+		case i >= at && i < at+ramp:
+			target = target.Scale(1 + 0.2/30)
+		case i == at+ramp:
+			target = target.Scale(0.8)
+		default:
+			targets = append(targets, target)
+			return
+		}
+		if err := enc.SetBitrate(target); err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, target)
+	})
+	var bits, want float64
+	for i := at + ramp; i < len(sizes); i++ {
+		bits += float64(sizes[i] * 8)
+		want += float64(targets[i]) / 30
+	}
+	got := bits / want
+	t.Logf("%d frames after the cut: %.2f times the target, %v", after, got, sizes[at+ramp:])
+	if got < 0.92 || got > 1.06 {
+		t.Fatalf("%d frames after a probe's cut: %.2f times the new target, want 0.92 to 1.06", after, got)
+	}
+}
+
 func TestForceKey(t *testing.T) {
 	sz := media.Size{W: 320, H: 180}
 	enc, err := NewEncoder(media.EncoderConfig{Size: sz})

@@ -134,36 +134,39 @@ static void rp_enc_destroy(rp_enc *e) {
 }
 
 // rp_enc_set_bitrate sets a new target and, if reset is set, puts the
-// rate-control buffer of every temporal layer back at its starting level
-// at the new target. libvpx keeps a buffer level in bits across a change
-// of target: with one layer it clips the level to the new maximum
-// (vp8_change_config), which after a deep cut still leaves the maximum's
-// surplus over the optimal level to spend; with temporal layers it does
-// not touch the levels each layer saved (vp8_update_layer_contexts), so
-// after a deep cut a layer's next frame spends as if at the old rate.
-// libvpx resets the levels of the layers that survive a change in the
-// number of layers and keeps what they have learnt (rate-correction
-// factors, quantizer history; vp8_reset_temporal_layer_change): adding a
-// layer and taking it away again is such a change, and the added layer
-// never encodes a frame.
-static vpx_codec_err_t rp_enc_set_bitrate(rp_enc *e, unsigned kbps, int reset) {
+// rate-control buffer of every temporal layer back at a level at the new
+// target: the starting level, or the optimal one if optimal is set.
+// libvpx keeps a buffer level in bits across a change of target: with one
+// layer it clips the level to the new maximum (vp8_change_config), which
+// after a deep cut still leaves the maximum's surplus over the optimal
+// level to spend; with temporal layers it does not touch the levels each
+// layer saved (vp8_update_layer_contexts), so after a deep cut a layer's
+// next frame spends as if at the old rate. libvpx resets the levels of the
+// layers that survive a change in the number of layers to the starting
+// level and keeps what they have learnt (rate-correction factors,
+// quantizer history; vp8_reset_temporal_layer_change): adding a layer and
+// taking it away again is such a change, and the added layer never
+// encodes a frame.
+static vpx_codec_err_t rp_enc_set_bitrate(rp_enc *e, unsigned kbps, int reset, int optimal) {
 	e->cfg.rc_target_bitrate = kbps;
 	rp_set_layer_rates(&e->cfg, kbps);
-	if (reset) {
-		vpx_codec_enc_cfg_t c = e->cfg;
-		unsigned n = c.ts_number_layers + 1;
-		c.ts_number_layers = n;
-		if (n == 2) { // from one layer: a valid two-layer split
-			c.ts_periodicity = 1;
-			c.ts_layer_id[0] = 0;
-			c.ts_target_bitrate[0] = kbps / 2;
-		}
-		c.ts_target_bitrate[n - 1] = kbps + 1;
-		for (unsigned i = 0; i < n; i++) c.ts_rate_decimator[i] = 1u << (n - 1 - i);
-		vpx_codec_err_t err = vpx_codec_enc_config_set(&e->ctx, &c);
-		if (err != VPX_CODEC_OK) return err;
+	if (!reset) return vpx_codec_enc_config_set(&e->ctx, &e->cfg);
+	unsigned initial = e->cfg.rc_buf_initial_sz;
+	if (optimal) e->cfg.rc_buf_initial_sz = e->cfg.rc_buf_optimal_sz;
+	vpx_codec_enc_cfg_t c = e->cfg;
+	unsigned n = c.ts_number_layers + 1;
+	c.ts_number_layers = n;
+	if (n == 2) { // from one layer: a valid two-layer split
+		c.ts_periodicity = 1;
+		c.ts_layer_id[0] = 0;
+		c.ts_target_bitrate[0] = kbps / 2;
 	}
-	return vpx_codec_enc_config_set(&e->ctx, &e->cfg);
+	c.ts_target_bitrate[n - 1] = kbps + 1;
+	for (unsigned i = 0; i < n; i++) c.ts_rate_decimator[i] = 1u << (n - 1 - i);
+	vpx_codec_err_t err = vpx_codec_enc_config_set(&e->ctx, &c);
+	if (err == VPX_CODEC_OK) err = vpx_codec_enc_config_set(&e->ctx, &e->cfg);
+	e->cfg.rc_buf_initial_sz = initial;
+	return err;
 }
 
 // rp_enc_encode encodes one I420 picture whose planes are given by pointer,
@@ -380,19 +383,31 @@ func (c Config) NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 }
 
 // levelsStale reports whether the rate-control buffer's level, last set
-// at the target at, is worth resetting for the target b (see
-// rp_enc_set_bitrate). libvpx holds the level near its optimum (600 ms of
-// the target) and carries it over in bits, so at b it reads as 600·at/b
-// ms; a reset puts it at the starting level (500 ms), an undershoot of
-// 100 ms. Past a cut to 0.8 or a raise by 1.25 the carried level is
-// further off than that. Measured after 10 s at 1.95 Mb/s, 640x360
-// (TestLevelReset): the ten frames after a cut to 650 kb/s at 0.8 and 0.7
-// of the new target (one layer, L1T3; 2.3 and 1.7 without resets), after
-// a raise from 650 kb/s to 1.3 Mb/s at 0.8 and 1.0 (0.5, 0.7); over seven
-// cuts of 15% in 2.3 s at 1.05 and 1.03 of the targets (1.31); a target
-// moving by up to 10% every frame is never reset.
-func levelsStale(at, b rate.Bitrate) bool {
-	return b*5 < at*4 || b*4 > at*5
+// at the target at, is worth resetting for a change of target from prev
+// to b (see rp_enc_set_bitrate), and whether to the optimal level rather
+// than the starting one. libvpx holds the level near its optimum (600 ms
+// of the target) and carries it over in bits, so at b it reads as
+// 600·at/b ms. Past a cut to 0.8 or a raise by 1.25 of at the carried
+// level is far off, and so it is after one step down by more than a
+// tenth: after a probe (a target rising every frame, followed just below
+// it, so the level rose), a cut by a fifth came out at 1.07 to 1.23 of
+// the new target over the next 20 frames (320x180 to 1280x720), and the
+// queue the probe had built grew on. A fall resets to the optimal level,
+// where the encoder spends its target: the ten frames after such cuts
+// came out at 0.98 to 1.05 of it, where the starting level (500 ms, a
+// deficit of 100 ms) gave 0.75 to 0.86. A raise resets to the starting
+// level: at the optimum, the ten frames after a raise by 1.5 or 2 came
+// out at 1.21 to 1.33 of the target, at the starting level at 1.02 to
+// 1.10. After 10 s at 1.95 Mb/s, 640x360 (TestLevelReset), the ten
+// frames after a cut to 650 kb/s came out at 1.07 and 0.68 of the new
+// target (one layer, L1T3; 2.3 and 1.7 without a reset: a cut to a third
+// takes the quantizer longer to follow than a reset can help), after a
+// raise from 650 kb/s to 1.3 Mb/s at 0.8 and 1.0 (0.5, 0.7). A target
+// moving by less than a tenth a step is reset only once it has drifted
+// past the bounds of at.
+func levelsStale(at, prev, b rate.Bitrate) (reset, optimal bool) {
+	fall := b < prev
+	return b*5 < at*4 || b*4 > at*5 || b*10 < prev*9, fall
 }
 
 func kbps(b rate.Bitrate) C.uint { return C.uint((b + rate.Kbps/2) / rate.Kbps) }
@@ -431,10 +446,11 @@ func (e *Encoder) Bitrate() rate.Bitrate { return e.bitrate }
 
 // SetBitrate changes the target bitrate from the next frame on, split
 // between temporal layers as at the start. When the target has moved far
-// from where the rate-control buffer's level was last set (levelsStale),
-// every layer's level is reset, so that a surplus or deficit carried over
-// from the old rate is not spent on the next frames. It returns an error
-// wrapping media.ErrBitrate if b is outside [media.MinBitrate, media.MaxBitrate],
+// from where the rate-control buffer's level was last set, or has fallen
+// by more than a tenth at once (levelsStale), every layer's level is
+// reset, so that a surplus or deficit carried over from the old rate is
+// not spent on the next frames. It returns an error wrapping
+// media.ErrBitrate if b is outside [media.MinBitrate, media.MaxBitrate],
 // media.ErrClosed after Close, or ErrCodec if libvpx refuses it.
 func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 	if e.c == nil {
@@ -447,8 +463,8 @@ func (e *Encoder) SetBitrate(b rate.Bitrate) error {
 		e.bitrate = b // applied by the next init
 		return nil
 	}
-	reset := levelsStale(e.levelRate, b)
-	if rc := C.rp_enc_set_bitrate(e.c, kbps(b), cbool(reset)); rc != C.VPX_CODEC_OK {
+	reset, optimal := levelsStale(e.levelRate, e.bitrate, b)
+	if rc := C.rp_enc_set_bitrate(e.c, kbps(b), cbool(reset), cbool(optimal)); rc != C.VPX_CODEC_OK {
 		return e.codecErr("set bitrate", rc)
 	}
 	if reset {
