@@ -390,11 +390,11 @@ func (c Config) NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 // 600·at/b ms. Past a cut to 0.8 or a raise by 1.25 of at the carried
 // level is far off, and so it is after one step down by more than a
 // tenth: after a probe (a target rising every frame, followed just below
-// it, so the level rose), a cut by a fifth came out at 1.07 to 1.23 of
-// the new target over the next 20 frames (320x180 to 1280x720), and the
-// queue the probe had built grew on. A fall resets to the optimal level,
+// it, so the level rose), the ten frames after a cut by a fifth came out
+// at 1.07 to 1.14 of the new target and the ten after those at 1.03 to
+// 1.13 (320x180 to 1280x720), and the queue the probe had built grew on. A fall resets to the optimal level,
 // where the encoder spends its target: the ten frames after such cuts
-// came out at 0.98 to 1.05 of it, where the starting level (500 ms, a
+// came out at 0.99 to 1.05 of it, where the starting level (500 ms, a
 // deficit of 100 ms) gave 0.75 to 0.86. A raise resets to the starting
 // level: at the optimum, the ten frames after a raise by 1.5 or 2 came
 // out at 1.21 to 1.33 of the target, at the starting level at 1.02 to
