@@ -823,8 +823,8 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 // last cut's by more than shiftGrown: it grew since, and that cut has yet to
 // answer it (another BBR halving, after a probe's three cuts of 13 to 23 ms:
 // BBR held its window for 0.76 s without an invitation, the first excess
-// after the gap, 130 ms, read as standing over it, and the base moved 82
-// ms).
+// after the gap, 130 ms, read as standing over it, and the base moved
+// 82 ms).
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
 	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {

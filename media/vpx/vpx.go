@@ -382,32 +382,30 @@ func (c Config) NewEncoder(cfg media.EncoderConfig) (*Encoder, error) {
 	return e, nil
 }
 
-// levelsStale reports whether the rate-control buffer's level, last set
-// at the target at, is worth resetting for a change of target from prev
-// to b (see rp_enc_set_bitrate), and whether to the optimal level rather
-// than the starting one. libvpx holds the level near its optimum (600 ms
-// of the target) and carries it over in bits, so at b it reads as
-// 600·at/b ms. Past a cut to 0.8 or a raise by 1.25 of at the carried
-// level is far off, and so it is after one step down by more than a
-// tenth: after a probe (a target rising every frame, followed just below
-// it, so the level rose), the ten frames after a cut by a fifth came out
-// at 1.07 to 1.14 of the new target and the ten after those at 1.03 to
-// 1.13 (320x180 to 1280x720), and the queue the probe had built grew on. A fall resets to the optimal level,
-// where the encoder spends its target: the ten frames after such cuts
-// came out at 0.99 to 1.05 of it, where the starting level (500 ms, a
+// levelsStale reports whether the rate-control buffer's level, last set at
+// the target at, is worth resetting for a change of target from prev to b
+// (see rp_enc_set_bitrate), and whether to the optimal level rather than
+// the starting one. libvpx holds the level near its optimum (600 ms of the
+// target) and carries it over in bits, so at b it reads as 600·at/b ms.
+// Past a cut to 0.8 or a raise by 1.25 of at the carried level is far off,
+// and so it is after one step down by more than a tenth: after a probe (a
+// target rising every frame, followed just below it, so the level rose),
+// the ten frames after a cut by a fifth came out at 1.07 to 1.14 of the new
+// target and the ten after those at 1.03 to 1.13 (320x180 to 1280x720), and
+// the queue the probe had built grew on. A fall resets to the optimal
+// level, where the encoder spends its target: the ten frames after such
+// cuts came out at 0.99 to 1.05 of it, where the starting level (500 ms, a
 // deficit of 100 ms) gave 0.75 to 0.86. A raise resets to the starting
-// level: at the optimum, the ten frames after a raise by 1.5 or 2 came
-// out at 1.21 to 1.33 of the target, at the starting level at 1.02 to
-// 1.10. After 10 s at 1.95 Mb/s, 640x360 (TestLevelReset), the ten
-// frames after a cut to 650 kb/s came out at 1.07 and 0.68 of the new
-// target (one layer, L1T3; 2.3 and 1.7 without a reset: a cut to a third
-// takes the quantizer longer to follow than a reset can help), after a
-// raise from 650 kb/s to 1.3 Mb/s at 0.8 and 1.0 (0.5, 0.7). A target
-// moving by less than a tenth a step is reset only once it has drifted
-// past the bounds of at.
+// level: at the optimum, the ten frames after a raise by 1.5 or 2 came out
+// at 1.21 to 1.33 of the target, at the starting level at 1.02 to 1.10.
+// After 10 s at 1.95 Mb/s, 640x360 (TestLevelReset), the ten frames after a
+// cut to 650 kb/s came out at 1.07 and 0.68 of the new target (one layer,
+// L1T3; 2.3 and 1.7 without a reset: a cut to a third takes the quantizer
+// longer to follow than a reset can help), after a raise from 650 kb/s to
+// 1.3 Mb/s at 0.8 and 1.0 (0.5, 0.7). A target moving by less than a tenth
+// a step is reset only once it has drifted past the bounds of at.
 func levelsStale(at, prev, b rate.Bitrate) (reset, optimal bool) {
-	fall := b < prev
-	return b*5 < at*4 || b*4 > at*5 || b*10 < prev*9, fall
+	return b*5 < at*4 || b*4 > at*5 || b*10 < prev*9, b < prev
 }
 
 func kbps(b rate.Bitrate) C.uint { return C.uint((b + rate.Kbps/2) / rate.Kbps) }
