@@ -764,6 +764,24 @@ func TestControllerEncodeBudget(t *testing.T) {
 	}
 }
 
+// TestControllerEncodeBudgetLowest moves up from the lowest rung however
+// long its frames take to encode: its encoder's mode is not the next
+// rung's (see encodeFits).
+func TestControllerEncodeBudgetLowest(t *testing.T) {
+	c := NewController(testLadder, 60*rate.Kbps)
+	f := newFeed(c)
+	f.run(10*time.Second, func() Observation {
+		o := clean(1 * rate.Mbps)()
+		if c.Rung().Size == testLadder[0].Size {
+			o.EncodeTime = encodeBudget/4 + time.Millisecond
+		}
+		return o
+	})
+	if got := c.Rung().Size; got == testLadder[0].Size {
+		t.Errorf("encoding 160x90 in %v on a 1 Mb/s path: rung %v, want above it", encodeBudget/4+time.Millisecond, got)
+	}
+}
+
 func TestControllerMaxRung(t *testing.T) {
 	c := NewController(testLadder[:3], 1*rate.Mbps) // max 640x360
 	f := newFeed(c)
