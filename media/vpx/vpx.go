@@ -1,9 +1,8 @@
 // Package vpx is replenish's VP8 encoder and decoder: libvpx through cgo.
-// The encoder is set up for low latency (realtime deadline but at the
-// smallest sizes, no lag, CBR, no frame dropping, error resilient,
-// keyframes only on request), takes new
-// targets from the next frame on, and can make three temporal layers
-// (media.L1T3). It is the one package of replenish that needs cgo and
+// The encoder is set up for low latency (realtime deadline, good-quality
+// at the smallest sizes; no lag, CBR, no frame dropping, error resilient,
+// keyframes only on request), takes new targets from the next frame on,
+// and can make three temporal layers (media.L1T3). It is the one package of replenish that needs cgo and
 // libvpx; everything else names encoders through the types in package media
 // and the interface package sender defines.
 package vpx
@@ -312,12 +311,12 @@ const (
 	// RecodeMaxPixels is the largest frame encoded with libvpx's
 	// good-quality deadline instead of the realtime one: the lowest
 	// rung's (160x90). In that mode libvpx clamps Config's default
-	// cpu-used (-8) to -5, a speed with its recode loop on: it encodes
-	// a frame again when its size misses its share of the target, and
-	// the frames' sizes vary less: the log
-	// size's standard deviation from one frame to the next falls from
-	// 0.12 to 0.09 (L1T3, 15 fps, 85 kb/s; TestRecodeSmallFrames), at an
-	// encode of 3.3 ms a frame instead of 0.23 ms. On a 100 kb/s link a
+	// cpu-used (-8) to -5, a speed with its recode loop on: it encodes a
+	// frame again when its size misses its share of the target, and the
+	// frames' sizes vary less: the log size's standard deviation from
+	// one frame to the next falls from 0.12 to 0.09 (L1T3, 15 fps,
+	// 85 kb/s; TestRecodeSmallFrames), at an encode of 3.3 ms a frame
+	// instead of 0.23 ms. On a 100 kb/s link a
 	// frame is one packet and 60 ms of the link, and a frame larger than
 	// the last queues the next: the controller keeps room for that noise
 	// (see sender.Controller's band). Measured on five 100 kb/s paths
@@ -338,9 +337,9 @@ type Config struct {
 }
 
 // Encoder is a VP8 encoder (libvpx) configured for low-latency CBR: realtime
-// deadline (good-quality up to RecodeMaxPixels), no lag, no frame
-// dropping, error resilient, keyframes only on
-// request, at the first frame and after a size change. With
+// deadline (good-quality up to RecodeMaxPixels), no lag, no frame dropping,
+// error resilient, keyframes only on request, at the first frame and after
+// a size change. With
 // media.EncoderConfig.Scalability L1T3 it makes three temporal layers
 // (media.Layering's pattern, restarted at every keyframe; libvpx's rate
 // control gives TL0 25% of the target, TL1 25% and TL2 50%) and reports
