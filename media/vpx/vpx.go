@@ -1,10 +1,10 @@
-// Package vpx is replenish's VP8 encoder and decoder: libvpx through cgo.
-// The encoder is set up for low latency (realtime deadline, good-quality
-// at the smallest sizes; no lag, CBR, no frame dropping, error resilient,
-// keyframes only on request), takes new targets from the next frame on,
-// and can make three temporal layers (media.L1T3). It is the one package of replenish that needs cgo and
-// libvpx; everything else names encoders through the types in package media
-// and the interface package sender defines.
+// Package vpx is replenish's VP8 encoder and decoder: libvpx through cgo. The
+// encoder is set up for low latency (realtime deadline, good-quality at the
+// smallest sizes; no lag, CBR, no frame dropping, error resilient, keyframes
+// only on request), takes new targets from the next frame on, and can make
+// three temporal layers (media.L1T3). It is the one package of replenish that
+// needs cgo and libvpx; everything else names encoders through the types in
+// package media and the interface package sender defines.
 package vpx
 
 /*
@@ -338,13 +338,12 @@ type Config struct {
 
 // Encoder is a VP8 encoder (libvpx) configured for low-latency CBR: realtime
 // deadline (good-quality up to RecodeMaxPixels), no lag, no frame dropping,
-// error resilient, keyframes only on request, at the first frame and after
-// a size change. With
-// media.EncoderConfig.Scalability L1T3 it makes three temporal layers
-// (media.Layering's pattern, restarted at every keyframe; libvpx's rate
-// control gives TL0 25% of the target, TL1 25% and TL2 50%) and reports
-// each frame's layer in EncodedFrame.Layer. An Encoder is not safe for
-// concurrent use.
+// error resilient, keyframes only on request, at the first frame and after a
+// size change. With media.EncoderConfig.Scalability L1T3 it makes three
+// temporal layers (media.Layering's pattern, restarted at every keyframe;
+// libvpx's rate control gives TL0 25% of the target, TL1 25% and TL2 50%) and
+// reports each frame's layer in EncodedFrame.Layer. An Encoder is not safe
+// for concurrent use.
 type Encoder struct {
 	c       *C.rp_enc // C memory; nil after Close
 	size    media.Size
