@@ -1170,12 +1170,12 @@ func (c *Controller) chooseRung(now time.Time) bool {
 	return false
 }
 
-// encodeFits says the next rung's frames would encode within
-// encodeBudget, the current rung's encode time scaled by the pixels. Not
-// from the lowest rung: media/vpx encodes it with libvpx's good-quality
-// deadline (vpx.RecodeMaxPixels), at over ten times the realtime encode's
-// time a pixel: 3 to 5 ms at 160x90, scaled, would hold the stream there
-// on a slower machine, while 320x180 encodes in under a millisecond.
+// encodeFits says the next rung's frames would encode within encodeBudget,
+// the current rung's encode time scaled by the pixels. Not from the lowest
+// rung: media/vpx encodes it with libvpx's good-quality deadline (see its
+// recodes), at over ten times the realtime encode's time a pixel: 3 to 5 ms
+// at 160x90, scaled, would hold the stream there on a slower machine, while
+// 320x180 encodes in under a millisecond.
 func (c *Controller) encodeFits(cur, next media.Rung) bool {
 	if c.encode <= 0 || cur.Size.Pixels() <= 0 || cur.Size == media.Ladder[0].Size {
 		return true

@@ -99,8 +99,8 @@ func TestRateControl(t *testing.T) {
 // 15 fps, 85 kb/s) and requires the frames' sizes to vary from one to the
 // next by at most recodeNoise (the log size's mean absolute change, as a
 // standard deviation: times √π/2) and the output to stay on the target: at
-// or below RecodeMaxPixels libvpx's good-quality deadline re-encodes a
-// frame that misses its size (0.093 measured here; 0.117 with the realtime
+// the lowest rung's size libvpx's good-quality deadline re-encodes a frame
+// that misses its size (0.093 measured here; 0.117 with the realtime
 // deadline).
 func TestRecodeSmallFrames(t *testing.T) {
 	const recodeNoise = 0.105

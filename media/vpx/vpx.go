@@ -78,7 +78,7 @@ static vpx_enc_frame_flags_t rp_layer_flags(int tid, int sync) {
 
 // rp_enc_init sets up a VP8 CBR encoder, with three temporal layers if
 // layers is 3, to encode with the realtime deadline, or the good-quality
-// one if good is set (see RecodeMaxPixels). It returns a libvpx error
+// one if good is set (see recodes). It returns a libvpx error
 // code; on failure nothing needs destroying.
 static vpx_codec_err_t rp_enc_init(rp_enc *e, int w, int h, unsigned kbps,
 		int threads, int cpu_used, unsigned max_intra_pct, int layers, int good) {
@@ -308,25 +308,6 @@ const (
 	// With L1T3 layers libvpx takes the percentage of TL0's average
 	// frame, which the layers' split (rp_l1t3_pct) makes the stream's.
 	KeyframeMaxPct = 300
-	// RecodeMaxPixels is the largest frame encoded with libvpx's
-	// good-quality deadline instead of the realtime one: the lowest
-	// rung's (160x90). In that mode libvpx clamps Config's default
-	// cpu-used (-8) to -5, a speed with its recode loop on: it encodes a
-	// frame again when its size misses its share of the target, and the
-	// frames' sizes vary less: the log size's standard deviation from
-	// one frame to the next falls from 0.12 to 0.09 (L1T3, 15 fps,
-	// 85 kb/s; TestRecodeSmallFrames), at an encode of 3.3 ms a frame
-	// instead of 0.23 ms. On a 100 kb/s link a
-	// frame is one packet and 60 ms of the link, and a frame larger than
-	// the last queues the next: the controller keeps room for that noise
-	// (see sender.Controller's band). Measured on five 100 kb/s paths
-	// (TCP and QUIC, 20 to 172 ms, three runs each a side): utilization
-	// 84.1 to 85.4%, the link 94.7 to 96.0% busy, capture to received
-	// p95 over the floor 57 to 44 ms (median), capture to received's
-	// median 1.3 ms longer (the encode). At 320x180 the good-quality
-	// encode takes 8 ms, a quarter of a 30 fps interval, for 0.10 to
-	// 0.07: not taken.
-	RecodeMaxPixels = 160 * 90
 )
 
 // Config holds the libvpx settings of an Encoder beyond
@@ -337,7 +318,7 @@ type Config struct {
 }
 
 // Encoder is a VP8 encoder (libvpx) configured for low-latency CBR: realtime
-// deadline (good-quality up to RecodeMaxPixels), no lag, no frame dropping,
+// deadline (good-quality at the lowest rung's size), no lag, no frame dropping,
 // error resilient, keyframes only on request, at the first frame and after a
 // size change. With media.EncoderConfig.Scalability L1T3 it makes three
 // temporal layers (media.Layering's pattern, restarted at every keyframe;
@@ -430,6 +411,24 @@ func levelsStale(at, prev, b rate.Bitrate) (reset, optimal bool) {
 	return b*5 < at*4 || b*4 > at*5 || b*10 < prev*9, b < prev
 }
 
+// recodes says frames of size sz are encoded with libvpx's good-quality
+// deadline instead of the realtime one: those of the lowest rung (160x90) and
+// smaller. In that mode libvpx clamps Config's default cpu-used (-8) to -5, a
+// speed with its recode loop on: it encodes a frame again when its size
+// misses its share of the target, and the frames' sizes vary less: the log
+// size's standard deviation from one frame to the next falls from 0.12 to
+// 0.09 (L1T3, 15 fps, 85 kb/s; TestRecodeSmallFrames), at an encode of 3.3 ms
+// a frame instead of 0.23 ms. On a 100 kb/s link a frame is one packet and 60
+// ms of the link, and a frame larger than the last queues the next: the
+// controller keeps room for that noise (see sender.Controller's band).
+// Measured on five 100 kb/s paths (TCP and QUIC, 20 to 172 ms, three runs
+// each a side): utilization 84.1 to 85.4%, the link 94.7 to 96.0% busy,
+// capture to received p95 over the floor 57 to 44 ms (median), capture to
+// received's median 1.3 ms longer (the encode). At 320x180 the good-quality
+// encode takes 8 ms, a quarter of a 30 fps interval, for 0.10 to 0.07: not
+// taken.
+func recodes(sz media.Size) bool { return sz.Pixels() <= media.Ladder[0].Size.Pixels() }
+
 func kbps(b rate.Bitrate) C.uint { return C.uint((b + rate.Kbps/2) / rate.Kbps) }
 
 // init (re)creates the libvpx encoder for size sz at the current bitrate.
@@ -437,7 +436,7 @@ func (e *Encoder) init(sz media.Size) error {
 	C.rp_enc_destroy(e.c)
 	rc := C.rp_enc_init(e.c, C.int(sz.W), C.int(sz.H), kbps(e.bitrate), C.int(e.lib.Threads),
 		C.int(e.lib.CPUUsed), C.uint(KeyframeMaxPct), C.int(e.layers.Mode().Layers()),
-		cbool(sz.Pixels() <= RecodeMaxPixels))
+		cbool(recodes(sz)))
 	if rc != C.VPX_CODEC_OK {
 		err := e.codecErr("init", rc)
 		C.rp_enc_destroy(e.c)
