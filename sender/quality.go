@@ -194,9 +194,10 @@ func (p phase) String() string {
 // the rate climbs back to the cruising rate, a feedback delay before the
 // smoothed RTT shows the queue gone; until then a reading of no more queue
 // than the cut saw coming is that queue draining, not a second cut's
-// cause. Waiting for the signal, the link sat idle 2 to 3% of the time at
-// 500 kb/s (a third of it recovering, at 0.9 of the link, with an empty
-// queue for most of a feedback delay). One cut per
+// cause. Waiting for the signal, the link sat idle 1.8% of the time at
+// 500 kb/s while recovering (at 0.9 of the link, the queue empty for most
+// of a feedback delay), of 3.8% in all (median of eighteen runs); with
+// the plan 0.8 of 2.2%, and utilization 89.6 → 90.7%. One cut per
 // feedback delay and 100 ms, none while the queue drains (it is below the
 // excess at the last cut, or falls fast enough to be gone within
 // drainTime). A queue that grows faster than
@@ -1003,7 +1004,6 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	c.rate = min(c.rate, est.Scale(f))
 	c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
 	c.phase, c.phaseAt = recovering, o.Now
-	c.plan = drainPlan{}
 	if overshoot {
 		c.plan.start(o.Now, time.Duration(queue*float64(time.Second)), est)
 	}
