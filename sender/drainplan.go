@@ -8,9 +8,9 @@ import (
 
 // drainPlan follows the queue a probe's overshoot left at the bottleneck,
 // from the bytes written since the cut and the capacity the drain rate
-// confirmed, so that the rate returns to the capacity when that queue has
-// gone rather than when the smoothed RTT shows it gone, a feedback delay
-// and more later. At 500 kb/s the link sat idle for most of that delay
+// confirmed, so that the rate returns to the cruising rate when that queue
+// has gone rather than when the smoothed RTT shows it gone, a feedback
+// delay and more later. At 500 kb/s the link sat idle for most of that delay
 // after every probe: the cut's rate (overshootCut less the drain) was 0.9
 // of the link, and the signal, still showing the queue, held it there
 // and took a lagging rise for a second cut.
