@@ -35,6 +35,8 @@ const (
 	noiseGain    = 0.02                   // the size deviation's average, per frame
 	slopeHigh    = 0.25                   // a round trip growing this fast (s/s) means congestion
 	burstSlope   = 3                      // growing faster than this (s/s), the queue is a burst
+	shortSlope   = 0.5                    // a growth up to this (s/s) may show a cut too shallow before it shows
+	shortMargin  = 0.9                    // when the path carries less than this share of what is written
 	refWindow    = 4 * time.Second        // the window of the self term (and of the kept round trips)
 	envelope     = 100 * time.Millisecond // the shortest window of the round trip's lower envelope
 	selfRank     = 20                     // the percentile of the smoothed RTT taken as the frames' own queueing
@@ -928,10 +930,14 @@ func gone(excess time.Duration, slope float64, d time.Duration) bool {
 // sent a feedback delay ago (what the queue's growth now shows) divided by
 // one plus that growth, and no more than the drain rate. Then it waits a
 // feedback delay and a little for the cut to show before cutting again,
-// and cuts again only if the queue has not begun to drain.
+// unless the queue's growth already says the cut was too shallow (see
+// shortCut), and cuts again only if the queue has not begun to drain.
 func (c *Controller) congested(o Observation, excess time.Duration, slope float64) {
+	var short rate.Bitrate
 	if !c.lastCut.IsZero() && o.Now.Sub(c.lastCut) < c.fb+100*time.Millisecond {
-		return
+		if short = c.shortCut(o, excess, slope); short <= 0 {
+			return
+		}
 	}
 	// A queue that falls is draining: below the excess at the last cut,
 	// or falling fast enough (the slope shows about 1/lagFactor of it) to
@@ -945,20 +951,13 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	c.lastBurst = burst
 	c.plan = drainPlan{}
 	if burst {
-		// A queue that grows faster than the sending rate can make it,
-		// or the first after a stall the transport reported, is a
-		// burst: the backlog a stall left (BBR's PROBE_RTT, a
-		// retransmission timeout) leaving at once. It says nothing of
-		// the capacity; drain it and keep the estimate. If it goes on
-		// growing, the next cut treats it as the rate's.
-		f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
-		c.noteShown(o.Now)
-		c.rate = min(c.rate, c.capacity.Scale(f))
-		c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
-		c.phase, c.phaseAt = recovering, o.Now
+		c.burstCut(o, excess)
 		return
 	}
 	est, confirmed := c.cutEstimate(o, slope)
+	if short > 0 {
+		est, confirmed = min(est, short), false
+	}
 	// The queue now is the excess plus what it grew over the feedback
 	// delay (the lagged slope, times lagFactor); the cut drains it
 	// within drainTime.
@@ -1007,6 +1006,58 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	if overshoot {
 		c.plan.start(o.Now, time.Duration(queue*float64(time.Second)), est)
 	}
+}
+
+// burstCut drains a burst and keeps the capacity: a queue that grows
+// faster than the sending rate can make it, or the first after a stall the
+// transport reported, is the backlog a stall left (BBR's PROBE_RTT, a
+// retransmission timeout) leaving at once. It says nothing of the
+// capacity. If it goes on growing, the next cut treats it as the rate's.
+func (c *Controller) burstCut(o Observation, excess time.Duration) {
+	f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
+	c.noteShown(o.Now)
+	c.rate = min(c.rate, c.capacity.Scale(f))
+	c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
+	c.phase, c.phaseAt = recovering, o.Now
+}
+
+// shortCut returns what the path carries when, before the last cut can
+// show, the queue's growth says that cut left the rate above it; 0 if it
+// does not. A FIFO fed at A and drained at C has the round trip read at
+// its ACKs grow at 1 − C/A seconds per second, so C = A·(1 − slope), with
+// A what was sent a feedback delay ago (the arrivals the growth shows
+// now). The smoothed RTT's slope comes to that after its smoothing's lag,
+// reading less before (and C more). Waiting a feedback delay for the cut
+// to show, which grows with the queue, let a halving's queue grow on
+// unanswered: a 200 kb/s path at 172 ms with BBR halved during a probe,
+// 21 ms at the probe's cut, 537 ms at the next, 1.7 s later (the path
+// model); over the model's halvings capture to received took 1.84 s on
+// average to come back under the floor + 25 ms, 1.58 s with this. A slope of
+// shortSlope or more (a path carrying less than half what was sent, the
+// deepest a halving's growth reads) is left to the rules after a feedback
+// delay: a round trip that steps up reads 0.5 to 0.8 s/s as its smoothed
+// value catches up, and a cut on it would take the stream to a fraction of
+// the path until the base moves (see shifted). So is a window that held a
+// stall, as in cutEstimate. The rate compared is what is written now, as
+// the encoder may give less than the rate.
+func (c *Controller) shortCut(o Observation, excess time.Duration, slope float64) rate.Bitrate {
+	if slope <= 0 || slope >= shortSlope || excess < 2*c.lastCutQ {
+		return 0
+	}
+	then := o.Now.Add(-c.fb)
+	sent := c.sentRate(then.Add(-sentWindow), then)
+	if sent < c.rate/2 || !c.cappedAt.Before(then.Add(-sentWindow)) {
+		return 0
+	}
+	carried := sent.Scale(1 - slope)
+	now := c.rate
+	if d := c.sentRate(later(c.lastCut, o.Now.Add(-sentWindow)), o.Now); d > 0 {
+		now = min(now, d)
+	}
+	if carried >= now.Scale(shortMargin) {
+		return 0
+	}
+	return carried
 }
 
 // noteShown keeps, at a cut, the rate sent over the last sentWindow: the

@@ -256,6 +256,54 @@ func TestControllerDrainingQueueNoSecondCut(t *testing.T) {
 	}
 }
 
+// TestControllerShortCut: within a feedback delay of a cut, the queue's
+// growth may already say the cut was too shallow: at a slope s the path
+// carries what was sent a feedback delay ago times 1 − s. A path that
+// halved (0.4 s/s, carrying 0.6 of it) is cut again at once, below what it
+// carries; a probe's overshoot (0.05 s/s) and a round trip's step (0.7
+// s/s, steeper than a halving reads) wait for the cut to show, and so does
+// a window that held a stall.
+func TestControllerShortCut(t *testing.T) {
+	const sent = 1 * rate.Mbps
+	for _, tc := range []struct {
+		name  string
+		slope float64
+		stall bool
+		cut   bool
+	}{
+		{"a halving", 0.4, false, true},
+		{"a probe's overshoot", 0.05, false, false},
+		{"a round trip's step", 0.7, false, false},
+		{"a halving over a stall", 0.4, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewController(testLadder, sent)
+			f := newFeed(c)
+			f.run(5*time.Second, func() Observation {
+				c.rate = sent
+				o := clean(sent)()
+				o.AppLimited = false
+				return o
+			})
+			c.fb = 400 * time.Millisecond
+			c.lastCut, c.lastCutQ = f.now.Add(-200*time.Millisecond), 15*time.Millisecond
+			c.rate = sent.Scale(0.85)
+			if tc.stall {
+				c.cappedAt = f.now.Add(-c.fb)
+			}
+			o := clean(sent)()
+			o.Now, o.AppLimited = f.now, false
+			c.congested(o, 60*time.Millisecond, tc.slope)
+			if cut := c.lastCut.Equal(f.now); cut != tc.cut {
+				t.Fatalf("slope %v, %v after a cut to %v: cut %v, want %v", tc.slope, 200*time.Millisecond, sent.Scale(0.85), cut, tc.cut)
+			}
+			if carried := sent.Scale(1 - tc.slope); tc.cut && c.rate >= carried {
+				t.Errorf("rate %v after the cut, want below the %v the path carries", c.rate, carried)
+			}
+		})
+	}
+}
+
 // TestControllerOvershootCut: the first cut on a queue that grows at a
 // rate the drain rate confirms (a probe's overshoot) takes the rate to
 // overshootCut of the capacity, less what drains the queue; a cut the
