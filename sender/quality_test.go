@@ -428,6 +428,67 @@ func TestControllerBandFollowsFrameNoise(t *testing.T) {
 	}
 }
 
+// TestControllerSelfTermFollowsRate: a frame's own queueing at the
+// bottleneck grows with its size. After a deep cut, held at a quarter of
+// the path for seconds, the controller climbs back; the smoothed RTT rises
+// by the larger frames' own serialization, and no queue stands. The self
+// term taken over all of refWindow remembered the small frames for seconds
+// and read the larger ones' own queueing as excess (10.5 ms here, in the
+// hold band: neither a probe nor a cut until they aged out). Taken over
+// the round trips of frames about the size of today's, it reads none
+// within a second; a queue that stands on top of them is cut.
+func TestControllerSelfTermFollowsRate(t *testing.T) {
+	const link = 2 * rate.Mbps
+	for _, tc := range []struct {
+		name  string
+		queue time.Duration // from two seconds after the climb began
+	}{
+		{"own frames", 0},
+		{"a standing queue", 30 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewController(testLadder, link)
+			f := newFeed(c)
+			var hold rate.Bitrate
+			var queue time.Duration
+			obs := func() Observation {
+				c.rate = min(c.rate, hold)
+				o := clean(link)()
+				o.AppLimited = false
+				// The previous frame's own queueing: 3/4 of its serialization.
+				o.RTT += link.Duration(int(float64(f.d.Bitrate)/8*frame.Seconds())) * 3 / 4
+				o.RTT += queue
+				return o
+			}
+			hold = link
+			f.run(6*time.Second, obs)
+			o := obs()
+			o.Now = f.now
+			c.congested(o, 500*time.Millisecond, 0)
+			hold = link / 4
+			f.run(4*time.Second, obs)
+			hold = link
+			start, cutBefore := f.now, c.lastCut
+			for f.now.Before(start.Add(3 * time.Second)) {
+				at := f.now.Sub(start)
+				if at > 2*time.Second {
+					queue = tc.queue
+				}
+				f.frame(obs())
+				if at <= 2*time.Second && c.lastCut != cutBefore {
+					t.Fatalf("cut %v after the climb began, at %v, with no queue standing (excess %v)", at, c.rate, c.excessNow)
+				}
+				if at > time.Second && at <= 2*time.Second && c.excessNow >= c.low {
+					t.Fatalf("%v after the climb began, at %v: excess %v with no queue standing, want below %v", at, c.rate, c.excessNow, c.low)
+				}
+			}
+			if cut := c.lastCut != cutBefore; cut != (tc.queue > 0) {
+				t.Errorf("with a queue of %v: cut %v", tc.queue, cut)
+			}
+		})
+	}
+}
+
 // TestControllerShiftsBase moves the round trip up for good (a route
 // change): the cuts do not move it, so the controller must take it as the
 // new base and climb back rather than starve the stream.
