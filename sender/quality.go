@@ -35,12 +35,9 @@ const (
 	noiseGain    = 0.02                   // the size deviation's average, per frame
 	slopeHigh    = 0.25                   // a round trip growing this fast (s/s) means congestion
 	burstSlope   = 3                      // growing faster than this (s/s), the queue is a burst
-	shortSlope   = 0.5                    // a growth up to this (s/s) may show a cut too shallow before it shows
-	shortMargin  = 0.9                    // when the path carries less than this share of what is written
 	refWindow    = 4 * time.Second        // the window of the self term (and of the kept round trips)
 	envelope     = 100 * time.Millisecond // the shortest window of the round trip's lower envelope
 	selfRank     = 20                     // the percentile of the smoothed RTT taken as the frames' own queueing
-	selfSize     = 0.8                    // of round trips while frames were at least this share of today's average
 	shiftCuts    = 2                      // cuts without effect before the base round trip moves
 	shiftTime    = 2 * time.Second        // over at least this long
 	shiftFb      = 6                      // and this many feedback delays
@@ -117,8 +114,7 @@ func (p phase) String() string {
 // (MinRTT, plus a shift learned when the round trip rises for good), less
 // the self term (the frames' own
 // serialization: the selfRank percentile of the smoothed RTT over
-// refWindow above the base, taken over the round trips of frames at least
-// selfSize of today's average, at most one average frame at the capacity).
+// refWindow above the base, at most one average frame at the capacity).
 // The slope: the smoothed RTT's trend, over slopeWindow or since the
 // excess last was below the band (see band). The feedback delay: a round trip plus the
 // time the kernel's smoothing (an eighth per ACK) takes to follow, at
@@ -317,7 +313,6 @@ type Controller struct {
 	fb        time.Duration // the feedback delay
 	skips     float64       // the recent fraction of frames skipped
 	frameAvg  float64       // bytes written per frame, averaged
-	plainAvg  float64       // the same without keyframes
 	encode    time.Duration // encode time per frame at the current rung, averaged; 0 if unknown
 	ceiling   rate.Bitrate  // the capacity estimated at the last congestion
 	riseFrom  time.Time     // the last time the excess was below the band (low)
@@ -344,15 +339,14 @@ type Controller struct {
 	loss                      lossMeter
 	plan                      drainPlan // the drain of a probe's overshoot
 
-	rtts    []sample // (time, smoothed RTT, plainAvg)
+	rtts    []sample // (time, smoothed RTT)
 	scratch []time.Duration
 	sent    []written
 }
 
 type sample struct {
-	t    time.Time
-	v    float64
-	size float64 // the frames' average size then (plainAvg); 0 if unknown
+	t time.Time
+	v float64
 }
 
 func (s sample) at() time.Time { return s.t }
@@ -555,12 +549,6 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 		c.lastSize = 0
 	}
 	c.frameAvg += (float64(o.Written) - c.frameAvg) * 0.1
-	if c.plainAvg == 0 {
-		c.plainAvg = float64(o.Written)
-	}
-	if !o.Keyframe {
-		c.plainAvg += (float64(o.Written) - c.plainAvg) * 0.1
-	}
 	c.overhead += (float64(o.Written)/float64(o.Encoded) - c.overhead) * 0.1
 	c.sent = push(c.sent, written{c.prev, o.Now, float64(o.Written)}, o.Now.Add(-sentKeep))
 	c.plan.add(o.Written, dt, o.Now)
@@ -637,7 +625,7 @@ func (c *Controller) sentRate(from, to time.Time) rate.Bitrate {
 
 // control is one step of the rate control proper.
 func (c *Controller) control(o Observation, dt time.Duration) {
-	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg}, o.Now.Add(-refWindow))
+	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT)}, o.Now.Add(-refWindow))
 	c.fb = c.feedback(o, dt)
 	c.low, c.high = c.band()
 	excess := c.excess(o, dt)
@@ -774,20 +762,7 @@ func measured(o Observation) rate.Bitrate {
 // frame's serialization at the capacity, so that a standing queue larger
 // than that cannot hide in it. (Not the minimum: a pause, as BBR's
 // PROBE_RTT, empties the path for a moment and would make the frames' own
-// queueing look like excess for the whole window.) The percentile counts
-// only the round trips of frames whose average size (keyframes aside) was
-// at least selfSize of today's: a frame's own queueing grows with its
-// size, and after seconds at a lower rate (a deep cut, a halving, the
-// base's move after a round trip's step) the smaller frames' round trips
-// would hold the term down until they aged out of refWindow, reading the
-// larger frames' own queueing as excess: 8 to 14 ms after a 20 to 172 ms
-// step, two cuts more, to 0.55 of the path; 10.5 ms in the hold band,
-// neither probe nor cut, in TestControllerSelfTermFollowsRate. The rate's
-// own cycle (cuts to cutFactor, probes above) stays within selfSize. In
-// the path model, doublings came back at 90% in 4.6 s on average, not
-// 6.2 to 6.4, VP8 used 0.35 to 0.4 points more of the path, and capture
-// to received p95 rose 0.9 to 1.6 ms; at 0.9 the term followed the
-// cycle's troughs and p95 rose 6 ms, at 0.75 the doublings took 5.2 s.
+// queueing look like excess for the whole window.)
 func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 	base := o.MinRTT + c.shift
 	recent := o.RTT
@@ -796,17 +771,13 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 		frames /= time.Duration(1 + max(o.Skipped, 0))
 	}
 	span := max(envelope, frames*5/2)
-	size := c.rtts[len(c.rtts)-1].size
 	c.scratch = c.scratch[:0]
 	for _, s := range c.rtts {
 		v := time.Duration(s.v)
+		c.scratch = append(c.scratch, v)
 		if !s.t.Before(o.Now.Add(-span)) {
 			recent = min(recent, v)
 		}
-		if s.size < size*selfSize {
-			continue // smaller frames: another rate's own queueing
-		}
-		c.scratch = append(c.scratch, v)
 	}
 	slices.Sort(c.scratch)
 	low := c.scratch[len(c.scratch)*selfRank/100]
@@ -957,14 +928,10 @@ func gone(excess time.Duration, slope float64, d time.Duration) bool {
 // sent a feedback delay ago (what the queue's growth now shows) divided by
 // one plus that growth, and no more than the drain rate. Then it waits a
 // feedback delay and a little for the cut to show before cutting again,
-// unless the queue's growth already says the cut was too shallow (see
-// shortCut), and cuts again only if the queue has not begun to drain.
+// and cuts again only if the queue has not begun to drain.
 func (c *Controller) congested(o Observation, excess time.Duration, slope float64) {
-	var short rate.Bitrate
 	if !c.lastCut.IsZero() && o.Now.Sub(c.lastCut) < c.fb+100*time.Millisecond {
-		if short = c.shortCut(o, excess, slope); short <= 0 {
-			return
-		}
+		return
 	}
 	// A queue that falls is draining: below the excess at the last cut,
 	// or falling fast enough (the slope shows about 1/lagFactor of it) to
@@ -978,13 +945,20 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	c.lastBurst = burst
 	c.plan = drainPlan{}
 	if burst {
-		c.burstCut(o, excess)
+		// A queue that grows faster than the sending rate can make it,
+		// or the first after a stall the transport reported, is a
+		// burst: the backlog a stall left (BBR's PROBE_RTT, a
+		// retransmission timeout) leaving at once. It says nothing of
+		// the capacity; drain it and keep the estimate. If it goes on
+		// growing, the next cut treats it as the rate's.
+		f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
+		c.noteShown(o.Now)
+		c.rate = min(c.rate, c.capacity.Scale(f))
+		c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
+		c.phase, c.phaseAt = recovering, o.Now
 		return
 	}
 	est, confirmed := c.cutEstimate(o, slope)
-	if short > 0 {
-		est, confirmed = min(est, short), false
-	}
 	// The queue now is the excess plus what it grew over the feedback
 	// delay (the lagged slope, times lagFactor); the cut drains it
 	// within drainTime.
@@ -1033,58 +1007,6 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	if overshoot {
 		c.plan.start(o.Now, time.Duration(queue*float64(time.Second)), est)
 	}
-}
-
-// burstCut drains a burst and keeps the capacity: a queue that grows
-// faster than the sending rate can make it, or the first after a stall the
-// transport reported, is the backlog a stall left (BBR's PROBE_RTT, a
-// retransmission timeout) leaving at once. It says nothing of the
-// capacity. If it goes on growing, the next cut treats it as the rate's.
-func (c *Controller) burstCut(o Observation, excess time.Duration) {
-	f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
-	c.noteShown(o.Now)
-	c.rate = min(c.rate, c.capacity.Scale(f))
-	c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
-	c.phase, c.phaseAt = recovering, o.Now
-}
-
-// shortCut returns what the path carries when, before the last cut can
-// show, the queue's growth says that cut left the rate above it; 0 if it
-// does not. A FIFO fed at A and drained at C has the round trip read at
-// its ACKs grow at 1 − C/A seconds per second, so C = A·(1 − slope), with
-// A what was sent a feedback delay ago (the arrivals the growth shows
-// now). The smoothed RTT's slope comes to that after its smoothing's lag,
-// reading less before (and C more). Waiting a feedback delay for the cut
-// to show, which grows with the queue, let a halving's queue grow on
-// unanswered: a 200 kb/s path at 172 ms with BBR halved during a probe,
-// 21 ms at the probe's cut, 537 ms at the next, 1.7 s later (the path
-// model); over the model's halvings capture to received took 1.84 s on
-// average to come back under the floor + 25 ms, 1.58 s with this. A slope of
-// shortSlope or more (a path carrying less than half what was sent, the
-// deepest a halving's growth reads) is left to the rules after a feedback
-// delay: a round trip that steps up reads 0.5 to 0.8 s/s as its smoothed
-// value catches up, and a cut on it would take the stream to a fraction of
-// the path until the base moves (see shifted). So is a window that held a
-// stall, as in cutEstimate. The rate compared is what is written now, as
-// the encoder may give less than the rate.
-func (c *Controller) shortCut(o Observation, excess time.Duration, slope float64) rate.Bitrate {
-	if slope <= 0 || slope >= shortSlope || excess < 2*c.lastCutQ {
-		return 0
-	}
-	then := o.Now.Add(-c.fb)
-	sent := c.sentRate(then.Add(-sentWindow), then)
-	if sent < c.rate/2 || !c.cappedAt.Before(then.Add(-sentWindow)) {
-		return 0
-	}
-	carried := sent.Scale(1 - slope)
-	now := c.rate
-	if d := c.sentRate(later(c.lastCut, o.Now.Add(-sentWindow)), o.Now); d > 0 {
-		now = min(now, d)
-	}
-	if carried >= now.Scale(shortMargin) {
-		return 0
-	}
-	return carried
 }
 
 // noteShown keeps, at a cut, the rate sent over the last sentWindow: the

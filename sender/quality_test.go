@@ -256,54 +256,6 @@ func TestControllerDrainingQueueNoSecondCut(t *testing.T) {
 	}
 }
 
-// TestControllerShortCut: within a feedback delay of a cut, the queue's
-// growth may already say the cut was too shallow: at a slope s the path
-// carries what was sent a feedback delay ago times 1 − s. A path that
-// halved (0.4 s/s, carrying 0.6 of it) is cut again at once, below what it
-// carries; a probe's overshoot (0.05 s/s) and a round trip's step (0.7
-// s/s, steeper than a halving reads) wait for the cut to show, and so does
-// a window that held a stall.
-func TestControllerShortCut(t *testing.T) {
-	const sent = 1 * rate.Mbps
-	for _, tc := range []struct {
-		name  string
-		slope float64
-		stall bool
-		cut   bool
-	}{
-		{"a halving", 0.4, false, true},
-		{"a probe's overshoot", 0.05, false, false},
-		{"a round trip's step", 0.7, false, false},
-		{"a halving over a stall", 0.4, true, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := NewController(testLadder, sent)
-			f := newFeed(c)
-			f.run(5*time.Second, func() Observation {
-				c.rate = sent
-				o := clean(sent)()
-				o.AppLimited = false
-				return o
-			})
-			c.fb = 400 * time.Millisecond
-			c.lastCut, c.lastCutQ = f.now.Add(-200*time.Millisecond), 15*time.Millisecond
-			c.rate = sent.Scale(0.85)
-			if tc.stall {
-				c.cappedAt = f.now.Add(-c.fb)
-			}
-			o := clean(sent)()
-			o.Now, o.AppLimited = f.now, false
-			c.congested(o, 60*time.Millisecond, tc.slope)
-			if cut := c.lastCut.Equal(f.now); cut != tc.cut {
-				t.Fatalf("slope %v, %v after a cut to %v: cut %v, want %v", tc.slope, 200*time.Millisecond, sent.Scale(0.85), cut, tc.cut)
-			}
-			if carried := sent.Scale(1 - tc.slope); tc.cut && c.rate >= carried {
-				t.Errorf("rate %v after the cut, want below the %v the path carries", c.rate, carried)
-			}
-		})
-	}
-}
-
 // TestControllerOvershootCut: the first cut on a queue that grows at a
 // rate the drain rate confirms (a probe's overshoot) takes the rate to
 // overshootCut of the capacity, less what drains the queue; a cut the
@@ -423,67 +375,6 @@ func TestControllerBandFollowsFrameNoise(t *testing.T) {
 			}))
 			if cut := c.lastCut != cutBefore; cut != tc.cut {
 				t.Errorf("cut %v with a 14 ms queue and band %v to %v, want %v", cut, c.low, c.high, tc.cut)
-			}
-		})
-	}
-}
-
-// TestControllerSelfTermFollowsRate: a frame's own queueing at the
-// bottleneck grows with its size. After a deep cut, held at a quarter of
-// the path for seconds, the controller climbs back; the smoothed RTT rises
-// by the larger frames' own serialization, and no queue stands. The self
-// term taken over all of refWindow remembered the small frames for seconds
-// and read the larger ones' own queueing as excess (10.5 ms here, in the
-// hold band: neither a probe nor a cut until they aged out). Taken over
-// the round trips of frames about the size of today's, it reads none
-// within a second; a queue that stands on top of them is cut.
-func TestControllerSelfTermFollowsRate(t *testing.T) {
-	const link = 2 * rate.Mbps
-	for _, tc := range []struct {
-		name  string
-		queue time.Duration // from two seconds after the climb began
-	}{
-		{"own frames", 0},
-		{"a standing queue", 30 * time.Millisecond},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := NewController(testLadder, link)
-			f := newFeed(c)
-			var hold rate.Bitrate
-			var queue time.Duration
-			obs := func() Observation {
-				c.rate = min(c.rate, hold)
-				o := clean(link)()
-				o.AppLimited = false
-				// The previous frame's own queueing: 3/4 of its serialization.
-				o.RTT += link.Duration(int(float64(f.d.Bitrate)/8*frame.Seconds())) * 3 / 4
-				o.RTT += queue
-				return o
-			}
-			hold = link
-			f.run(6*time.Second, obs)
-			o := obs()
-			o.Now = f.now
-			c.congested(o, 500*time.Millisecond, 0)
-			hold = link / 4
-			f.run(4*time.Second, obs)
-			hold = link
-			start, cutBefore := f.now, c.lastCut
-			for f.now.Before(start.Add(3 * time.Second)) {
-				at := f.now.Sub(start)
-				if at > 2*time.Second {
-					queue = tc.queue
-				}
-				f.frame(obs())
-				if at <= 2*time.Second && c.lastCut != cutBefore {
-					t.Fatalf("cut %v after the climb began, at %v, with no queue standing (excess %v)", at, c.rate, c.excessNow)
-				}
-				if at > time.Second && at <= 2*time.Second && c.excessNow >= c.low {
-					t.Fatalf("%v after the climb began, at %v: excess %v with no queue standing, want below %v", at, c.rate, c.excessNow, c.low)
-				}
-			}
-			if cut := c.lastCut != cutBefore; cut != (tc.queue > 0) {
-				t.Errorf("with a queue of %v: cut %v", tc.queue, cut)
 			}
 		})
 	}
