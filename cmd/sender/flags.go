@@ -17,6 +17,7 @@ import (
 	"replenish/media"
 	"replenish/rate"
 	"replenish/transport"
+	"replenish/transport/tcp"
 )
 
 // options are the sender's command line, parsed and checked.
@@ -36,7 +37,8 @@ type options struct {
 	records   string
 	start     rate.Bitrate
 	layers    media.Scalability
-	rtpSize   int // largest RTP packet, bytes
+	rtpSize   int    // largest RTP packet, bytes
+	cc        string // TCP's congestion control; empty: the system's
 }
 
 // rawFlags are the flags as typed, before checking.
@@ -67,6 +69,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.DurationVar(&r.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
 	fs.IntVar(&r.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
 	fs.BoolVar(&r.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
+	fs.StringVar(&o.cc, "cc", "", "TCP's congestion control, e.g. cubic or bbr (default the system's, net.ipv4.tcp_congestion_control; see README, \"TCP congestion control\")")
 	fs.StringVar(&r.pin, "pin", "", "QUIC, and WebRTC to an https:// WHIP URL: the viewer's certificate `fingerprint`, sha256:<64 hex digits>, as the viewer logs it")
 	fs.StringVar(&o.ca, "ca", "", "QUIC, and WebRTC to an https:// WHIP URL: verify the viewer against the certificate authorities in this PEM `file` instead of a pin (WebRTC without either: the system's)")
 	fs.StringVar(&r.bitrate, "bitrate", "1mbit", "initial target `bitrate` (e.g. 500kbit, 2mbit); in modes that give the sender no view of the path, the target stays there")
@@ -201,6 +204,9 @@ func parseMode(r rawFlags) (transport.Mode, error) {
 // checkTransport checks that the mode suits the transport and that QUIC
 // has a way to verify the viewer.
 func (o *options) checkTransport(r rawFlags) error {
+	if r.set["cc"] && o.transport != "tcp" {
+		return fmt.Errorf("-cc applies to -transport tcp (%s brings its own congestion control)", o.transport)
+	}
 	switch o.transport {
 	case "webrtc":
 		if r.set["mode"] || r.set["replenish"] || r.set["lowat"] || r.set["nodelay"] {
@@ -217,6 +223,11 @@ func (o *options) checkTransport(r rawFlags) error {
 		}
 		if r.pin != "" || o.ca != "" {
 			return errors.New("-pin and -ca apply to -transport quic")
+		}
+		if r.set["cc"] {
+			if err := tcp.CheckCongestion(o.cc); err != nil {
+				return fmt.Errorf("-cc %q: %v", o.cc, err)
+			}
 		}
 		return nil
 	case "quic":

@@ -111,8 +111,7 @@ func run(args []string, stderr io.Writer) int {
 	if rec != nil {
 		dial = rec.dialer(dial)
 	}
-	log.Info("sending", "to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes,
-		"layers", o.layers)
+	logStart(log, o)
 	err = s.Connect(ctx, sender.ConnectConfig{
 		Dial: dial, ProbeAddr: o.probe, Logger: log,
 		OnConnect: func() { st.setConn("connected") },
@@ -174,7 +173,7 @@ func (o options) whipClient() (*http.Client, error) {
 func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	switch o.transport {
 	case "tcp":
-		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Token: o.token, Logger: log}), nil
+		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Congestion: o.cc, Token: o.token, Logger: log}), nil
 	case "webrtc":
 		client, err := o.whipClient()
 		if err != nil {
@@ -192,4 +191,27 @@ func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 		return nil, err
 	}
 	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Token: o.token, Logger: log}), nil
+}
+
+// logStart logs what the sender is about to do.
+func logStart(log *slog.Logger, o options) {
+	attrs := []any{"to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes,
+		"layers", o.layers}
+	if o.transport == "tcp" {
+		attrs = append(attrs, "cc", congestionName(o.cc))
+	}
+	log.Info("sending", attrs...)
+}
+
+// congestionName names the congestion control TCP connections will use:
+// -cc's, or the system's default.
+func congestionName(cc string) string {
+	if cc != "" {
+		return cc
+	}
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		return "the system's default"
+	}
+	return strings.TrimSpace(string(b)) + " (the system's default; -cc sets another)"
 }

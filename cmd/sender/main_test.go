@@ -75,6 +75,10 @@ func TestParseFlags(t *testing.T) {
 		{name: "webrtc bad pin", args: []string{"-transport", "webrtc", "-to", "https://h/whip", "-pin", "sha256:00"}, wantErr: "-pin"},
 		{name: "webrtc pin and ca", args: []string{"-transport", "webrtc", "-to", "https://h/whip", "-pin", pin, "-ca", "x.pem"}, wantErr: "not both"},
 		{name: "tcp token", args: []string{"-token", "x"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "tcp reno", args: []string{"-cc", "reno"}, mode: "replenish=15ms", maxRes: media.Size{W: 1280, H: 720}},
+		{name: "tcp unknown congestion control", args: []string{"-cc", "nosuchcc"}, wantErr: "not available"},
+		{name: "tcp empty congestion control", args: []string{"-cc", ""}, wantErr: "-cc"},
+		{name: "quic congestion control", args: []string{"-transport", "quic", "-pin", pin, "-cc", "reno"}, wantErr: "-cc applies to -transport tcp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args, io.Discard)

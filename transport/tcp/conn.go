@@ -21,6 +21,9 @@ type Options struct {
 	NotsentLowat uint32 // TCP_NOTSENT_LOWAT at setup; NoLowat means no limit
 	SendBuffer   int    // SO_SNDBUF as read back when Config.SendBuffer set it; 0 otherwise
 	Timestamping int    // SO_TIMESTAMPING flags; 0 when off
+	// Congestion is the congestion control the socket uses
+	// (TCP_CONGESTION), Config.Congestion's or the system's default.
+	Congestion string
 	// RTOMax is TCP_RTO_MAX_MS as read back when Config.RTOMax set it; 0
 	// otherwise, or when the kernel does not have the option.
 	RTOMax time.Duration
@@ -243,7 +246,7 @@ func newConn(tc *net.TCPConn, cfg Config, passive bool) (*Conn, error) {
 	c.lowat = c.opts.NotsentLowat
 	c.stats.Lowat = c.lowat
 	cfg.Logger.Debug("tcp: socket set up", "mode", cfg.Mode.String(),
-		"nodelay", c.opts.NoDelay, "notsent_lowat", c.opts.NotsentLowat,
+		"congestion", c.opts.Congestion, "nodelay", c.opts.NoDelay, "notsent_lowat", c.opts.NotsentLowat,
 		"timestamping", c.opts.Timestamping, "key_base", c.opts.KeyBase)
 	return c, nil
 }

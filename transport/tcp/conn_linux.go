@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,12 +51,82 @@ func (c *Conn) setupFD(fd int) error {
 	if proto != unix.IPPROTO_TCP {
 		return fmt.Errorf("%w: protocol %d", ErrNotTCP, proto)
 	}
-	for _, step := range []func(int) error{c.setupNoDelay, c.setupLowat, c.setupBuffers, c.setupRTOMax, c.setupTimestamping} {
+	for _, step := range []func(int) error{c.setupCongestion, c.setupNoDelay, c.setupLowat, c.setupBuffers, c.setupRTOMax, c.setupTimestamping} {
 		if err := step(fd); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// setupCongestion sets the configured congestion control, if any, and
+// reads back the one the socket uses. A connected socket switches at once;
+// the handshake is the same under every congestion control.
+func (c *Conn) setupCongestion(fd int) error {
+	if name := c.cfg.Congestion; name != "" {
+		if err := setCongestion(fd, name); err != nil {
+			return err
+		}
+	}
+	got, err := unix.GetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	if err != nil {
+		return fmt.Errorf("tcp: getsockopt TCP_CONGESTION: %w", err)
+	}
+	if c.cfg.Congestion != "" && got != c.cfg.Congestion {
+		return fmt.Errorf("%w: TCP_CONGESTION reads %q, set %q", ErrOption, got, c.cfg.Congestion)
+	}
+	c.opts.Congestion = got
+	return nil
+}
+
+// availableCongestion is where Linux lists the congestion controls it has
+// loaded.
+const availableCongestion = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+// setCongestion sets TCP_CONGESTION on fd. The kernel loads a module it
+// does not have yet if the caller may (CAP_NET_ADMIN); a name it cannot
+// find (ENOENT) or may not use (EPERM: not in
+// net.ipv4.tcp_allowed_congestion_control) is an error wrapping ErrConfig
+// that lists the ones it has.
+func setCongestion(fd int, name string) error {
+	err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("tcp: setsockopt TCP_CONGESTION %q: %w", name, err)
+	}
+	have := "unknown"
+	if b, rerr := os.ReadFile(availableCongestion); rerr == nil {
+		have = strings.Join(strings.Fields(string(b)), ", ")
+	}
+	why := "not available"
+	if errors.Is(err, unix.EPERM) {
+		why = "not allowed (net.ipv4.tcp_allowed_congestion_control)"
+	}
+	return fmt.Errorf("%w: congestion control %q %s: %v (loaded: %s)", ErrConfig, name, why, err, have)
+}
+
+// CheckCongestion reports whether a TCP socket can use the congestion
+// control name, as Config.Congestion would set it: nil, or an error
+// wrapping ErrConfig that says why and lists those the kernel has. It
+// opens a socket and closes it; nothing connects.
+func CheckCongestion(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: no congestion control named", ErrConfig)
+	}
+	if err := (Config{Congestion: name}).validate(); err != nil {
+		return err
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	}
+	if err != nil {
+		return fmt.Errorf("tcp: checking congestion control %q: %w", name, err)
+	}
+	defer unix.Close(fd)
+	return setCongestion(fd, name)
 }
 
 // setupNoDelay sets TCP_NODELAY unless the mode keeps Nagle on.

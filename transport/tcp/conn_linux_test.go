@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -277,6 +278,7 @@ func TestOptionsReadBack(t *testing.T) {
 		{"default send buffer", Config{Mode: transport.Mode{Policy: transport.Default, SendBuffer: 1 << 20}}, true, NoLowat},
 		{"user timeout", Config{UserTimeout: 7 * time.Second}, true, NoLowat},
 		{"rto max", Config{RTOMax: 1500 * time.Millisecond}, true, NoLowat},
+		{"congestion reno", Config{Congestion: "reno"}, true, NoLowat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Start from the opposite of what New should set, and a
@@ -338,7 +340,42 @@ func TestOptionsReadBack(t *testing.T) {
 			if tc.cfg.Mode.SendBuffer == 0 && o.SendBuffer != 0 {
 				t.Errorf("Options.SendBuffer %d without Config.SendBuffer", o.SendBuffer)
 			}
+			var cc string
+			e.c.raw.Control(func(fd uintptr) { cc, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
+			if cc == "" || o.Congestion != cc || (tc.cfg.Congestion != "" && cc != tc.cfg.Congestion) {
+				t.Errorf("TCP_CONGESTION = %q, Options.Congestion %q, Config.Congestion %q", cc, o.Congestion, tc.cfg.Congestion)
+			}
 		})
+	}
+}
+
+// TestCongestionUnavailable checks that a congestion control the kernel
+// does not have is refused, by CheckCongestion and by Dial, with an error
+// that lists the ones it has.
+func TestCongestionUnavailable(t *testing.T) {
+	if err := CheckCongestion("reno"); err != nil {
+		t.Fatalf("CheckCongestion(reno) = %v", err) // built into every kernel
+	}
+	for _, name := range []string{"nosuchcc", "bad-name", ""} {
+		err := CheckCongestion(name)
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("CheckCongestion(%q) = %v, want ErrConfig", name, err)
+		}
+		t.Logf("CheckCongestion(%q): %v", name, err)
+	}
+	if err := CheckCongestion("nosuchcc"); err == nil || !strings.Contains(err.Error(), "reno") {
+		t.Errorf("CheckCongestion(nosuchcc) = %v, want the loaded ones (reno among them)", err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if c, err := Dial(context.Background(), ln.Addr().String(), Config{Congestion: "nosuchcc"}); !errors.Is(err, ErrConfig) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("Dial with congestion nosuchcc = %v, want ErrConfig", err)
 	}
 }
 

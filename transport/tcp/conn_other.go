@@ -24,3 +24,6 @@ func (c *Conn) drainInLocked(fd int) {}
 
 // write writes b as it is.
 func (c *Conn) write(b []byte) (int, error) { return c.tc.Write(b) }
+
+// CheckCongestion returns ErrUnsupported: socket management needs Linux.
+func CheckCongestion(name string) error { return ErrUnsupported }

@@ -88,6 +88,12 @@ type Config struct {
 	// milliseconds. A kernel without the option refuses it, and the Conn
 	// carries on without it (Options.RTOMax reads 0).
 	RTOMax time.Duration
+	// Congestion, if set, is the congestion control the Conn sets
+	// (TCP_CONGESTION), such as "cubic" or "bbr"; empty keeps the one the
+	// socket has (the system's net.ipv4.tcp_congestion_control, unless
+	// the caller set another). Options.Congestion reads it back either
+	// way. CheckCongestion tells whether the kernel has one.
+	Congestion string
 	// NoTimestamps disables SO_TIMESTAMPING; SendRecords then carry no
 	// LeftHost.
 	NoTimestamps bool
@@ -155,8 +161,27 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: negative safety timeout %v", ErrConfig, c.SafetyTimeout)
 	case c.MaxPending < 0:
 		return fmt.Errorf("%w: negative MaxPending %d", ErrConfig, c.MaxPending)
+	case c.Congestion != "" && !validCongestionName(c.Congestion):
+		return fmt.Errorf("%w: congestion control %q: want a kernel module's name (letters, digits, '_', at most %d bytes)", ErrConfig, c.Congestion, maxCongestionName)
 	case c.RTOMax != 0 && (c.RTOMax < MinRTOMax || c.RTOMax > MaxRTOMax || c.RTOMax%time.Millisecond != 0):
 		return fmt.Errorf("%w: RTOMax %v out of range (whole milliseconds, %v to %v)", ErrConfig, c.RTOMax, MinRTOMax, MaxRTOMax)
 	}
 	return nil
+}
+
+// maxCongestionName is the longest congestion control name Linux takes
+// (TCP_CA_NAME_MAX less its terminating NUL).
+const maxCongestionName = 15
+
+// validCongestionName says name could name a congestion control module.
+func validCongestionName(name string) bool {
+	if name == "" || len(name) > maxCongestionName {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -25,6 +25,9 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown mode", Config{Mode: transport.Mode{Policy: 7}}, false},
 		{"expire is not a TCP mode", Config{Mode: transport.Mode{Policy: transport.Expire, Expire: time.Second}}, false},
 		{"send buffer negative", Config{Mode: transport.Mode{Policy: transport.Default, SendBuffer: -1}}, false},
+		{"congestion", Config{Congestion: "cubic"}, true},
+		{"congestion with a dash", Config{Congestion: "bad-name"}, false},
+		{"congestion too long", Config{Congestion: "a_sixteen_bytes_"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.validate()
