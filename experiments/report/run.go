@@ -119,6 +119,13 @@ type Run struct {
 	// recovered from it, null when it did not within the window (see
 	// experiments/README.md for the criteria).
 	RecoveryS []*float64 `json:"recovery_s,omitempty"`
+	// UtilizationSteady is Utilization over the window less the recovery
+	// its target allows after each change of the rate (RecoveryFallMaxS
+	// after a fall, RecoveryRiseMaxS after a rise), the media received in
+	// what is left over the bottleneck's rate there; the targets judge it
+	// in place of Utilization. Absent on paths without such a step and in
+	// results written before it.
+	UtilizationSteady *float64 `json:"utilization_steady,omitempty"`
 	// Steps describes each step of Schedule in its order, as RecoveryS
 	// judges it; absent without a schedule and in results written before
 	// it.
@@ -252,6 +259,9 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	}
 	if a.LinkUtilization != nil && !finite(*a.LinkUtilization) {
 		a.LinkUtilization = nil
+	}
+	if a.UtilizationSteady != nil && !finite(*a.UtilizationSteady) {
+		a.UtilizationSteady = nil
 	}
 	// The outer fields hide the embedded ones of the same JSON name.
 	return json.Marshal(struct {

@@ -162,10 +162,16 @@ func judgeUtilization(r Run, _ *Run) judgement {
 		return na("utilization unknown")
 	}
 	// The link's use is shown beside utilization, never judged: its gap
-	// to utilization is what the packets carry besides the payload.
+	// to utilization is what the packets carry besides the payload. On a
+	// path whose rate steps, the window less each step's allowed recovery
+	// is judged (the recovery target judges that), the whole window shown.
 	link := ""
+	if s := r.UtilizationSteady; s != nil && finite(*s) {
+		link = fmt.Sprintf("; without the recovery after the steps (whole window %.1f%%)", 100*u)
+		u = *s
+	}
 	if l, ok := linkUse(r); ok {
-		link = fmt.Sprintf("; link %.1f%%", 100*l)
+		link += fmt.Sprintf("; link %.1f%%", 100*l)
 	}
 	if c := r.Ceiling; c != nil && c.SaturationBps != nil {
 		if rate := meanRate(r); *c.SaturationBps < UtilizationMin*rate {

@@ -146,26 +146,31 @@ func TestTargets(t *testing.T) {
 func TestUtilizationLinkCell(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	for _, tc := range []struct {
-		name string
-		util float64
-		link *float64
-		ceil *TopRung
-		want verdict
-		cell string
+		name   string
+		util   float64
+		link   *float64
+		ceil   *TopRung
+		want   verdict
+		cell   string
+		steady *float64
 	}{
-		{"met", 0.92, f(0.955), nil, met, "92.0% (≥ 90%) met; link 95.5%"},
-		{"met, the link below the limit", 0.92, f(0.5), nil, met, "92.0% (≥ 90%) met; link 50.0%"},
-		{"missed", 0.643, f(0.8353), nil, missed, "64.3% (≥ 90%) missed by 25.7 points; link 83.5%"},
-		{"missed, the link above the limit", 0.8, f(0.95), nil, missed, "80.0% (≥ 90%) missed by 10.0 points; link 95.0%"},
-		{"unknown link", 0.8, nil, nil, missed, "80.0% (≥ 90%) missed by 10.0 points"},
+		{"met", 0.92, f(0.955), nil, met, "92.0% (≥ 90%) met; link 95.5%", nil},
+		{"met, the link below the limit", 0.92, f(0.5), nil, met, "92.0% (≥ 90%) met; link 50.0%", nil},
+		{"missed", 0.643, f(0.8353), nil, missed, "64.3% (≥ 90%) missed by 25.7 points; link 83.5%", nil},
+		{"missed, the link above the limit", 0.8, f(0.95), nil, missed, "80.0% (≥ 90%) missed by 10.0 points; link 95.0%", nil},
+		{"unknown link", 0.8, nil, nil, missed, "80.0% (≥ 90%) missed by 10.0 points", nil},
 		{"top rung's ceiling unknown", 0.8, f(0.95), &TopRung{}, missed,
-			"80.0% (≥ 90%) missed by 10.0 points (top rung's ceiling unknown); link 95.0%"},
+			"80.0% (≥ 90%) missed by 10.0 points (top rung's ceiling unknown); link 95.0%", nil},
 		{"encoder-limited", 0.6, f(0.7), &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}, notApplicable,
-			"n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link; utilization 60%); link 70.0%"},
+			"n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link; utilization 60%); link 70.0%", nil},
+		{"steps: the steady part met", 0.865, f(0.955), nil, met,
+			"91.2% (≥ 90%) met; without the recovery after the steps (whole window 86.5%); link 95.5%", f(0.912)},
+		{"steps: the steady part missed", 0.85, f(0.955), nil, missed,
+			"88.0% (≥ 90%) missed by 2.0 points; without the recovery after the steps (whole window 85.0%); link 95.5%", f(0.88)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, _ := targetRuns()
-			rep.Utilization, rep.GoodputBps, rep.LinkUtilization = tc.util, tc.util*7.5e6, tc.link
+			rep.Utilization, rep.GoodputBps, rep.LinkUtilization, rep.UtilizationSteady = tc.util, tc.util*7.5e6, tc.link, tc.steady
 			switch {
 			case tc.ceil == nil:
 				// targetRuns' ceiling: known, without a saturation rate.

@@ -94,6 +94,7 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 	if r.IdleFraction, note = idleFraction(in, frames); note != "" {
 		r.Notes = append(r.Notes, note)
 	}
+	r.UtilizationSteady = steadyUtilization(in, recv)
 	floorAt, ok := floor(in, win)
 	if !ok {
 		return
@@ -103,6 +104,68 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 	if len(in.Spec.Path.Schedule) > 0 {
 		r.RecoveryS = recoveries(in, frames, recv, floorAt)
 	}
+}
+
+// steadyUtilization returns the media received over the window less the
+// recovery each change of the rate may take by its target, over the
+// bottleneck's rate in what is left; nil when the window holds no such
+// step. A doubling back at 90% within its 5 s still costs the whole
+// window's utilization what the climb left unused: judged over the whole
+// window, the two targets would ask for two things.
+func steadyUtilization(in Input, recv []records.ViewerFrame) *float64 {
+	from, to := in.Spec.Warmup, in.Spec.Total()
+	var cut [][2]time.Duration
+	prev := in.Spec.Path.Rate
+	for _, st := range in.Spec.Path.Schedule {
+		allow := 0.0
+		switch stepChange(st, prev) {
+		case report.StepRateFall:
+			allow = report.RecoveryFallMaxS
+		case report.StepRateRise:
+			allow = report.RecoveryRiseMaxS
+		}
+		if st.Rate > 0 {
+			prev = st.Rate
+		}
+		end := st.At + time.Duration(allow*float64(time.Second))
+		if allow > 0 && end > from && st.At < to {
+			cut = append(cut, [2]time.Duration{max(st.At, from), min(end, to)})
+		}
+	}
+	if len(cut) == 0 {
+		return nil
+	}
+	keep := keptSpans(from, to, cut)
+	var bits, capacity float64
+	for _, k := range keep {
+		capacity += in.Spec.Path.MeanRate(k[0], k[1]) * (k[1] - k[0]).Seconds()
+		for _, x := range recv {
+			if at := in.TL.at(x.ReceivedUs); at >= k[0] && at < k[1] {
+				bits += 8 * float64(x.Bytes)
+			}
+		}
+	}
+	if capacity <= 0 {
+		return nil
+	}
+	return ptr(bits / capacity)
+}
+
+// keptSpans returns [from, to) less the spans in cut, in order.
+func keptSpans(from, to time.Duration, cut [][2]time.Duration) [][2]time.Duration {
+	slices.SortFunc(cut, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
+	var keep [][2]time.Duration
+	t := from
+	for _, c := range cut {
+		if c[0] > t {
+			keep = append(keep, [2]time.Duration{t, c[0]})
+		}
+		t = max(t, c[1])
+	}
+	if t < to {
+		keep = append(keep, [2]time.Duration{t, to})
+	}
+	return keep
 }
 
 // rungFraction returns the share of frames at each resolution, "WxH".

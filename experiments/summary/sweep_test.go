@@ -388,3 +388,37 @@ func TestFreezesLongest(t *testing.T) {
 		t.Errorf("freezes %+v (longest %v), want 4 of 7900 ms, the longest 6450 ms", f, fmtPtr(f.MaxMs))
 	}
 }
+
+// TestSteadyUtilization checks the utilization judged on a path whose rate
+// steps: the window less the recovery each change of the rate may take by
+// its target (2 s after a fall, 5 s after a rise), and nothing on a path
+// whose steps change only the round trip.
+func TestSteadyUtilization(t *testing.T) {
+	in := videoInput() // 1 Mb/s; window 2 to 10 s, here to 20 s
+	in.Spec.Duration = 18 * time.Second
+	in.TL.Duration = in.Spec.Duration
+	in.Spec.Path.Schedule = []scenario.Step{
+		{At: 4 * time.Second, Rate: 2 * rate.Mbps},          // cut: 4 to 9 s
+		{At: 12 * time.Second, Rate: rate.Mbps},             // cut: 12 to 14 s
+		{At: 16 * time.Second, RTT: 100 * time.Millisecond}, // not cut
+	}
+	// The media received: 0.9 of the link, but 0.5 of it in the cut
+	// spans (a climb or a queue), one frame every 10 ms.
+	var recv []records.ViewerFrame
+	for at := time.Duration(0); at < 20*time.Second; at += 10 * time.Millisecond {
+		share := 0.9
+		if (at >= 4*time.Second && at < 9*time.Second) || (at >= 12*time.Second && at < 14*time.Second) {
+			share = 0.5
+		}
+		bytes := share * float64(in.Spec.Path.RateAt(at)) / 8 / 100
+		recv = append(recv, records.ViewerFrame{ReceivedUs: in.TL.us(at), Bytes: int(math.Round(bytes))})
+	}
+	got := steadyUtilization(in, recv)
+	if got == nil || !near(*got, 0.9, 1e-3) {
+		t.Errorf("steady utilization %v, want 0.9", fmtPtr(got))
+	}
+	in.Spec.Path.Schedule = in.Spec.Path.Schedule[2:]
+	if got := steadyUtilization(in, recv); got != nil {
+		t.Errorf("steady utilization %v on a path whose rate does not step, want none", *got)
+	}
+}
