@@ -115,21 +115,18 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 func steadyUtilization(in Input, recv []records.ViewerFrame) *float64 {
 	from, to := in.Spec.Warmup, in.Spec.Total()
 	var cut [][2]time.Duration
-	prev := in.Spec.Path.Rate
-	for _, st := range in.Spec.Path.Schedule {
+	for _, st := range steps(in.Spec.Path) {
 		allow := 0.0
-		switch stepChange(st, prev) {
+		switch st.Change {
 		case report.StepRateFall:
 			allow = report.RecoveryFallMaxS
 		case report.StepRateRise:
 			allow = report.RecoveryRiseMaxS
 		}
-		if st.Rate > 0 {
-			prev = st.Rate
-		}
-		end := st.At + time.Duration(allow*float64(time.Second))
-		if allow > 0 && end > from && st.At < to {
-			cut = append(cut, [2]time.Duration{max(st.At, from), min(end, to)})
+		at := time.Duration(st.AtS * float64(time.Second))
+		end := at + time.Duration(allow*float64(time.Second))
+		if allow > 0 && end > from && at < to {
+			cut = append(cut, [2]time.Duration{max(at, from), min(end, to)})
 		}
 	}
 	if len(cut) == 0 {
