@@ -103,6 +103,11 @@ type LinkConfig struct {
 	Rate rate.Bitrate
 	// Delay is the one-way propagation delay, added after serialization.
 	Delay time.Duration
+	// Jitter adds to each packet's delay an extra delay drawn uniformly
+	// from [0, Jitter), without reordering: a packet whose draw would take
+	// it past the one ahead leaves right after that one, as on a link
+	// that holds packets back for its turn (a radio's). 0 means none.
+	Jitter time.Duration
 	// QueueBytes is the drop-tail limit in bytes, counting the bytes of the
 	// packet being serialized that have not yet left. 0 means use QueueTime.
 	QueueBytes int
@@ -114,8 +119,8 @@ type LinkConfig struct {
 	// Loss is the probability, 0 to 1, that an arriving packet is lost
 	// before it reaches the queue (Bernoulli, independent per packet).
 	Loss float64
-	// Seed seeds the loss decisions: the same seed and the same sequence of
-	// arrivals lose the same packets.
+	// Seed seeds the loss and jitter draws: the same seed and the same
+	// sequence of arrivals lose the same packets and delay them alike.
 	Seed int64
 	// Schedule changes the rate and the delay at given times after the
 	// link starts. Steps need not be sorted.
@@ -169,6 +174,8 @@ func (c LinkConfig) validate() error {
 		return fmt.Errorf("%w: negative rate %d", ErrConfig, c.Rate)
 	case c.Delay < 0:
 		return fmt.Errorf("%w: negative delay %v", ErrConfig, c.Delay)
+	case c.Jitter < 0:
+		return fmt.Errorf("%w: negative jitter %v", ErrConfig, c.Jitter)
 	case c.QueueBytes < 0:
 		return fmt.Errorf("%w: negative queue limit %d bytes", ErrConfig, c.QueueBytes)
 	case c.QueueTime < 0:

@@ -100,7 +100,9 @@ type Link struct {
 	queueTime  time.Duration
 	loss       float64
 	rng        *rand.Rand
-	steps      []Step // pending schedule, sorted by At
+	jitter     time.Duration
+	jitterRng  *rand.Rand // its own stream, so that the loss draws do not depend on it
+	steps      []Step     // pending schedule, sorted by At
 
 	now time.Duration // latest time seen
 
@@ -134,6 +136,8 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 		queueTime:  cfg.QueueTime,
 		loss:       cfg.Loss,
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656d75)),
+		jitter:     cfg.Jitter,
+		jitterRng:  rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6a6974)),
 	}
 	if l.queueBytes == 0 && l.queueTime == 0 {
 		l.queueTime = DefaultQueueTime
@@ -347,7 +351,7 @@ func (l *Link) startFront(t time.Duration) {
 func (l *Link) finishFront() {
 	q := l.queue.Pop()
 	l.queued -= q.size
-	at := max(l.headDone+l.delay, l.lastAt)
+	at := max(l.headDone+l.delay+l.drawJitter(), l.lastAt)
 	l.line.Push(Departure{At: at, Arrived: q.arrived, Wait: q.wait, Size: q.size, Lost: l.down})
 	l.lineBytes += q.size
 	l.lastAt = at
@@ -356,6 +360,14 @@ func (l *Link) finishFront() {
 	} else {
 		l.idleFrom = l.headDone
 	}
+}
+
+// drawJitter returns a packet's extra delay (see LinkConfig.Jitter).
+func (l *Link) drawJitter() time.Duration {
+	if l.jitter <= 0 {
+		return 0
+	}
+	return time.Duration(l.jitterRng.Int64N(int64(l.jitter)))
 }
 
 // setCarrier applies a step's carrier change at t. Going down loses the

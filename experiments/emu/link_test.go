@@ -381,6 +381,7 @@ func TestLinkConfigErrors(t *testing.T) {
 	}{
 		{"negative rate", LinkConfig{Rate: -1}},
 		{"negative delay", LinkConfig{Delay: -ms}},
+		{"negative jitter", LinkConfig{Jitter: -ms}},
 		{"negative queue bytes", LinkConfig{QueueBytes: -1}},
 		{"negative queue time", LinkConfig{QueueTime: -ms}},
 		{"loss above 1", LinkConfig{Loss: 1.5}},
@@ -395,6 +396,50 @@ func TestLinkConfigErrors(t *testing.T) {
 				t.Errorf("NewLink: %v, want ErrConfig", err)
 			}
 		})
+	}
+}
+
+// TestLinkJitter checks a jittered link: each packet's extra delay lies in
+// [0, Jitter) and spreads over it when packets are far apart, packets never
+// leave out of order when they are close, and the loss draws stay those of
+// the same seed without jitter.
+func TestLinkJitter(t *testing.T) {
+	const n, size = 2000, 1250 // 10 ms at 1 Mb/s
+	cfg := LinkConfig{Rate: rate.Mbps, Delay: 20 * ms, Jitter: 30 * ms, QueueTime: time.Second, Seed: 3}
+	var sparse []op
+	for i := range n {
+		sparse = append(sparse, arrive(time.Duration(i)*100*ms, size))
+	}
+	_, deps := runLink(t, cfg, sparse)
+	if len(deps) != n {
+		t.Fatalf("%d departures, want %d", len(deps), n)
+	}
+	var sum, lo, hi time.Duration = 0, time.Hour, 0
+	for _, d := range deps {
+		extra := d.At - d.Arrived - 10*ms - cfg.Delay
+		if extra < 0 || extra >= cfg.Jitter {
+			t.Fatalf("packet that arrived at %v: extra delay %v, want in [0, %v)", d.Arrived, extra, cfg.Jitter)
+		}
+		sum += extra
+		lo, hi = min(lo, extra), max(hi, extra)
+	}
+	if mean := sum / n; mean < 13*ms || mean > 17*ms || lo > ms || hi < 29*ms {
+		t.Errorf("extra delay mean %v over [%v, %v], want about 15 ms over [0, 30 ms)", mean, lo, hi)
+	}
+
+	_, deps = runLink(t, cfg, burst(0, size, 200))
+	for i := 1; i < len(deps); i++ {
+		if deps[i].At < deps[i-1].At || deps[i].Arrived < deps[i-1].Arrived {
+			t.Fatalf("departure %d at %v before departure %d at %v", i, deps[i].At, i-1, deps[i-1].At)
+		}
+	}
+
+	lossy := LinkConfig{Rate: rate.Mbps, Loss: 0.2, Seed: 7}
+	plain, _ := runLink(t, lossy, sparse[:500])
+	lossy.Jitter = 30 * ms
+	jittered, _ := runLink(t, lossy, sparse[:500])
+	if !slices.Equal(plain, jittered) {
+		t.Error("jitter changed which packets were lost")
 	}
 }
 

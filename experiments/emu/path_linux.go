@@ -246,6 +246,9 @@ func describe(c LinkConfig) string {
 	if c.Rate > 0 {
 		r = c.Rate.String()
 	}
+	if c.Jitter > 0 {
+		return fmt.Sprintf("%s delay %v jitter %v loss %g", r, c.Delay, c.Jitter, c.Loss)
+	}
 	return fmt.Sprintf("%s delay %v loss %g", r, c.Delay, c.Loss)
 }
 

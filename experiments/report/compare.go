@@ -88,6 +88,7 @@ func floorSeries(pts []floorPoint) (names []string, series [][]floorPoint) {
 	attrs := []func(Run) string{
 		transportName, func(r Run) string { return r.Mode }, func(r Run) string { return r.CC },
 		func(r Run) string { return fmtMs(r.RTTMs) + " RTT" }, func(r Run) string { return fmtLoss(r.Loss) + " loss" },
+		func(r Run) string { return fmtMs(r.JitterMs) + " jitter" },
 		func(r Run) string { return fmtMs(r.QueueMs) + " queue" }, func(r Run) string { return r.Workload },
 	}
 	var varying []func(Run) string

@@ -71,6 +71,9 @@ func params(r Run, x *runExtra) [][2]string {
 		{"loss", fmtLoss(r.Loss)},
 		{"measured", fmtSec(r.DurationS) + " after " + fmtSec(r.WarmupS) + " warm-up"},
 	}
+	if r.JitterMs > 0 {
+		out = append(out, [2]string{"jitter", fmtMs(r.JitterMs)})
+	}
 	if r.Writes > 0 {
 		out = append(out, [2]string{"writes", strconv.Itoa(r.Writes)})
 	}

@@ -58,10 +58,13 @@ type Run struct {
 	Workload  string `json:"workload"`  // "bulk=65536", "video"
 	CC        string `json:"cc"`        // congestion control, e.g. "cubic"
 
-	RateBps   int64   `json:"rate_bps"`   // nominal bottleneck rate, bits per second
-	RTTMs     float64 `json:"rtt_ms"`     // emulated round-trip time
-	QueueMs   float64 `json:"queue_ms"`   // bottleneck queue limit
-	Loss      float64 `json:"loss"`       // random loss probability, 0..1
+	RateBps int64   `json:"rate_bps"` // nominal bottleneck rate, bits per second
+	RTTMs   float64 `json:"rtt_ms"`   // emulated round-trip time
+	QueueMs float64 `json:"queue_ms"` // bottleneck queue limit
+	Loss    float64 `json:"loss"`     // random loss probability, 0..1
+	// JitterMs is the forward path's delay variation (each packet's
+	// one-way delay gains up to this much); absent without.
+	JitterMs  float64 `json:"jitter_ms,omitempty"`
 	DurationS float64 `json:"duration_s"` // measured window, after warm-up
 	WarmupS   float64 `json:"warmup_s"`   // warm-up before the measured window
 	// Schedule is the path's rate and RTT steps after the start, as
@@ -249,7 +252,7 @@ type runAlias Run
 // Run, and every distribution with Figures.
 func (r Run) MarshalJSON() ([]byte, error) {
 	a := runAlias(r.withFigures())
-	for _, f := range []*float64{&a.RTTMs, &a.QueueMs, &a.Loss, &a.DurationS, &a.WarmupS, &a.BitrateBps} {
+	for _, f := range []*float64{&a.RTTMs, &a.QueueMs, &a.Loss, &a.JitterMs, &a.DurationS, &a.WarmupS, &a.BitrateBps} {
 		if !finite(*f) {
 			*f = 0
 		}

@@ -299,6 +299,12 @@ func conditions(runs []Run) string {
 		return fmtLoss(r.Loss) + " loss"
 	}))
 	add(same(func(r Run) string {
+		if !(r.JitterMs > 0) {
+			return ""
+		}
+		return fmtMs(r.JitterMs) + " jitter"
+	}))
+	add(same(func(r Run) string {
 		if r.DurationS <= 0 {
 			return ""
 		}

@@ -36,6 +36,7 @@ type Flags struct {
 	RTT      time.Duration
 	Queue    time.Duration
 	Loss     float64
+	Jitter   time.Duration
 	Schedule string
 	// Transports are the transports each mode runs over (default TCP).
 	Transports Transports
@@ -80,6 +81,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.RTT, "rtt", f.RTT, "round-trip propagation `delay`, half each way")
 	fs.DurationVar(&f.Queue, "queue", f.Queue, "bottleneck drop-tail queue as `time` at the rate (never under 8 full packets)")
 	fs.Float64Var(&f.Loss, "loss", f.Loss, "random loss `probability` (0 to 1) on the forward path")
+	fs.DurationVar(&f.Jitter, "jitter", f.Jitter, "delay `variation` on the forward path: each packet's one-way delay gains a uniform draw from 0 up to this, without reordering")
 	fs.StringVar(&f.Schedule, "schedule", f.Schedule, "rate, RTT and outage `steps` after the start, e.g. 20s=500kbit,30s=2mbit/80ms; AT=down takes the path down (both directions lose every packet) until AT=up, e.g. 20s=down,23s=up")
 	fs.Var(&f.Transports, "transport", "comma `list` of transports, each run with every mode that exists for it: tcp, quic (video: replenish, default, expire=DURATION), webrtc (video: one run, pion's GCC, whatever the modes)")
 	fs.Var(&f.Modes, "modes", "comma `list` of send-buffer modes: default, lowat=BYTES (tcp), replenish=DURATION, expire=DURATION (quic), each optionally +nagle (tcp; and then +nosubmss)")
@@ -100,6 +102,9 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.PageSchedule, "page-schedule", f.PageSchedule, "the page leg's rate and RTT `steps` after the start, as --schedule")
 	fs.Var(&f.PageModes, "page-modes", "comma `list` of the viewer's buffer policies toward the page, one run each: replenish=DURATION, default")
 }
+
+// maxJitter caps --jitter: more is not a path but an outage.
+const maxJitter = time.Second
 
 // Runs checks the flags and returns one run per transport and mode, and a
 // note for each combination of the two that does not exist (see
@@ -164,7 +169,7 @@ func (f Flags) proto() (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	path := Path{Rate: r, RTT: f.RTT, Queue: f.Queue, Loss: f.Loss, Schedule: sched, CC: f.CC, Sndbuf: sndbuf, MTU: f.MTU}
+	path := Path{Rate: r, RTT: f.RTT, Queue: f.Queue, Loss: f.Loss, Jitter: f.Jitter, Schedule: sched, CC: f.CC, Sndbuf: sndbuf, MTU: f.MTU}
 	return Run{
 		Path: path, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
 		Browser: f.Browser || page != nil, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario, Page: page,
@@ -180,6 +185,8 @@ func (f Flags) checkNumbers() error {
 		return fmt.Errorf("%w: --queue %v must be positive", ErrSpec, f.Queue)
 	case !(f.Loss >= 0 && f.Loss < 1):
 		return fmt.Errorf("%w: --loss %v is not a probability below 1", ErrSpec, f.Loss)
+	case f.Jitter < 0 || f.Jitter > maxJitter:
+		return fmt.Errorf("%w: --jitter %v must be between 0 and %v", ErrSpec, f.Jitter, maxJitter)
 	case f.Duration <= 0:
 		return fmt.Errorf("%w: --duration %v must be positive", ErrSpec, f.Duration)
 	case f.Warmup < 0:

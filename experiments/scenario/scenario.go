@@ -303,12 +303,16 @@ const minQueuePackets = 8
 
 // Path describes the emulated path of a run.
 type Path struct {
-	Rate     rate.Bitrate  // bottleneck rate, forward direction
-	RTT      time.Duration // round-trip propagation delay, split evenly
-	Queue    time.Duration // drop-tail limit as time at Rate
-	Loss     float64       // random loss probability, forward direction
-	Schedule []Step        // in time order
-	CC       string        // congestion control in both namespaces
+	Rate  rate.Bitrate  // bottleneck rate, forward direction
+	RTT   time.Duration // round-trip propagation delay, split evenly
+	Queue time.Duration // drop-tail limit as time at Rate
+	Loss  float64       // random loss probability, forward direction
+	// Jitter is the forward direction's delay variation: each packet's
+	// one-way delay gains up to this much, without reordering
+	// (emu.LinkConfig.Jitter).
+	Jitter   time.Duration
+	Schedule []Step // in time order
+	CC       string // congestion control in both namespaces
 	// Sndbuf is the initial send buffer of TCP sockets on the sender side
 	// in bytes (emu.Config.SendBuffer). 0 keeps Linux's.
 	Sndbuf int
@@ -326,14 +330,14 @@ func QueueBytes(r rate.Bitrate, q time.Duration) int {
 }
 
 // EmuConfig returns the emulator's configuration for the path: the
-// bottleneck, its queue and the loss in the forward direction, and the RTT
+// bottleneck, its queue, the loss and the jitter in the forward direction, and the RTT
 // split between the two directions' delays. The queue limit is computed
 // from the initial rate and kept when the rate changes. The schedule is
 // not part of it: a run starts it at its own time zero (EmuSchedule).
 func (p Path) EmuConfig() emu.Config {
 	fwd, rev := emu.SplitRTT(p.RTT)
 	return emu.Config{
-		Forward:    emu.LinkConfig{Rate: p.Rate, Delay: fwd, QueueBytes: QueueBytes(p.Rate, p.Queue), Loss: p.Loss, Seed: 1},
+		Forward:    emu.LinkConfig{Rate: p.Rate, Delay: fwd, QueueBytes: QueueBytes(p.Rate, p.Queue), Loss: p.Loss, Jitter: p.Jitter, Seed: 1},
 		Reverse:    emu.LinkConfig{Delay: rev},
 		CC:         p.CC,
 		MTU:        p.MTU,
@@ -510,6 +514,9 @@ func (s Run) ID() string {
 	if s.Path.Loss > 0 {
 		parts = append(parts, "loss"+strconv.FormatFloat(s.Path.Loss, 'g', -1, 64))
 	}
+	if s.Path.Jitter > 0 {
+		parts = append(parts, "jitter"+fmtDur(s.Path.Jitter))
+	}
 	if s.Path.CC != "" && s.Path.CC != def.CC {
 		parts = append(parts, s.Path.CC)
 	}
@@ -558,6 +565,9 @@ func (s Run) Title() string {
 	parts := []string{s.Workload.describe(), s.Path.Rate.String(), fmtDurSpace(s.Path.RTT) + " RTT", fmtDurSpace(s.Path.Queue) + " queue"}
 	if s.Path.Loss > 0 {
 		parts = append(parts, fmt.Sprintf("%g%% loss", 100*s.Path.Loss))
+	}
+	if s.Path.Jitter > 0 {
+		parts = append(parts, fmtDurSpace(s.Path.Jitter)+" jitter")
 	}
 	if s.Path.MTU != 0 && s.Path.MTU != emu.MTU {
 		parts = append(parts, fmt.Sprintf("MTU %d", s.Path.MTU))

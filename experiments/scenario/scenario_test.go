@@ -173,9 +173,10 @@ func TestQueueBytes(t *testing.T) {
 }
 
 func TestEmuConfig(t *testing.T) {
-	p := Path{Rate: 2 * rate.Mbps, RTT: 171 * time.Millisecond, Queue: 200 * time.Millisecond, Loss: 0.01, CC: "bbr"}
+	p := Path{Rate: 2 * rate.Mbps, RTT: 171 * time.Millisecond, Queue: 200 * time.Millisecond, Loss: 0.01, Jitter: 8 * time.Millisecond, CC: "bbr"}
 	c := p.EmuConfig()
-	if c.Forward.Rate != 2*rate.Mbps || c.Forward.QueueBytes != 50000 || c.Forward.Loss != 0.01 || c.Reverse.Rate != 0 || c.Reverse.Loss != 0 {
+	if c.Forward.Rate != 2*rate.Mbps || c.Forward.QueueBytes != 50000 || c.Forward.Loss != 0.01 || c.Forward.Jitter != 8*time.Millisecond ||
+		c.Reverse.Rate != 0 || c.Reverse.Loss != 0 || c.Reverse.Jitter != 0 {
 		t.Errorf("EmuConfig = %+v", c)
 	}
 	if got := c.Forward.Delay + c.Reverse.Delay; got != p.RTT {
@@ -257,10 +258,11 @@ func TestRunIDAndScenario(t *testing.T) {
 		}, id: "100kbit-172ms-bulk512B-lowat=187+nagle", scenario: "bulk 512 B writes, 100 kb/s, 172 ms RTT, 200 ms queue"},
 		{name: "everything else", change: func(s *Run) {
 			s.Path.Queue, s.Path.Loss, s.Path.CC, s.Path.Sndbuf, s.Path.MTU = 50*time.Millisecond, 0.01, "bbr", 0, 1280
+			s.Path.Jitter = 10 * time.Millisecond
 			s.Path.Schedule = []Step{{At: time.Second, Rate: rate.Mbps}}
 			s.Workload, s.Browser, s.Bitrate = Workload{Kind: KindVideo}, true, 500*rate.Kbps
-		}, id: "2mbit-172ms-video-replenish=15ms-q50ms-loss0.01-bbr-sndbuf0-mtu1280-sched1-br500kbit-browser",
-			scenario: "video, 2.00 Mb/s, 172 ms RTT, 50 ms queue, 1% loss, MTU 1280, bbr, Linux's initial send buffer, schedule 1s=1mbit, sender bitrate 500 kb/s, browser"},
+		}, id: "2mbit-172ms-video-replenish=15ms-q50ms-loss0.01-jitter10ms-bbr-sndbuf0-mtu1280-sched1-br500kbit-browser",
+			scenario: "video, 2.00 Mb/s, 172 ms RTT, 50 ms queue, 1% loss, 10 ms jitter, MTU 1280, bbr, Linux's initial send buffer, schedule 1s=1mbit, sender bitrate 500 kb/s, browser"},
 		{name: "given scenario", change: func(s *Run) { s.Scenario = "Nagle trap" },
 			id: "2mbit-172ms-bulk64KiB-replenish=15ms", scenario: "Nagle trap"},
 	}
@@ -311,13 +313,13 @@ func TestFlags(t *testing.T) {
 				t.Errorf("spec %+v", s)
 			}
 		}},
-		{name: "all flags", args: []string{"--rate", "86mbit", "--rtt", "40ms", "--queue", "100ms", "--loss", "0.001",
+		{name: "all flags", args: []string{"--rate", "86mbit", "--rtt", "40ms", "--queue", "100ms", "--loss", "0.001", "--jitter", "5ms",
 			"--schedule", "10s=10mbit", "--modes", "lowat=15000", "--workload", "video", "--duration", "10s", "--warmup", "1s",
 			"--cc", "bbr", "--sndbuf", "0", "--mtu", "1280", "--drain", "0s", "--browser", "--max-res", "640x360", "--bitrate", "1500kbit", "--scenario", "x"},
 			check: func(t *testing.T, specs []Run) {
 				s := specs[0]
 				want := Run{
-					Path: Path{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001,
+					Path: Path{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001, Jitter: 5 * time.Millisecond,
 						Schedule: []Step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
 					Transport: TCP, Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
 					Browser: true, MaxRes: "640x360", Bitrate: 1500 * rate.Kbps, Scenario: "x",
@@ -330,6 +332,8 @@ func TestFlags(t *testing.T) {
 		{name: "negative rtt", args: []string{"--rtt", "-1ms"}, wantErr: "--rtt"},
 		{name: "zero queue", args: []string{"--queue", "0s"}, wantErr: "--queue"},
 		{name: "loss of one", args: []string{"--loss", "1"}, wantErr: "--loss"},
+		{name: "negative jitter", args: []string{"--jitter", "-1ms"}, wantErr: "--jitter"},
+		{name: "jitter above a second", args: []string{"--jitter", "2s"}, wantErr: "--jitter"},
 		{name: "zero duration", args: []string{"--duration", "0s"}, wantErr: "--duration"},
 		{name: "bad cc", args: []string{"--cc", "../x"}, wantErr: "--cc"},
 		{name: "bad sndbuf", args: []string{"--sndbuf", "lots"}, wantErr: "--sndbuf"},

@@ -196,7 +196,7 @@ func baseRun(in Input) report.Run {
 	return report.Run{
 		ID: in.ID, Scenario: s.Title(), Mode: s.ModeName(), Transport: s.TransportName(), Workload: s.Workload.String(), CC: s.Path.CC,
 		RateBps: int64(s.Path.Rate), RTTMs: float64(s.Path.RTT) / float64(time.Millisecond),
-		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss, Schedule: scenario.FormatSchedule(s.Path.Schedule),
+		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss, JitterMs: float64(s.Path.Jitter) / float64(time.Millisecond), Schedule: scenario.FormatSchedule(s.Path.Schedule),
 		DurationS: s.Duration.Seconds(), WarmupS: s.Warmup.Seconds(),
 		SourceDelayMs: report.NoPercentiles(), GoodputBps: math.NaN(), Utilization: math.NaN(),
 		BottleneckQueueMs: fwd.Queue.Only(report.Figures), EmulatorDrops: fwd.Drops,

@@ -243,9 +243,10 @@ func payloadShare(in Input, win []joinedFrame) float64 {
 }
 
 // floor returns floor_ms as a function of the time since T0: the one-way
-// delay then, plus the median frame's serialization at the bottleneck rate
-// then, plus the median encode, all over the window's frames. It reports
-// false without frames.
+// delay then (with half the path's jitter, its median draw), plus the
+// median frame's serialization at the bottleneck rate then, plus the
+// median encode, all over the window's frames. It reports false without
+// frames.
 func floor(in Input, win []joinedFrame) (func(time.Duration) float64, bool) {
 	var sizes, encodes []float64
 	for _, f := range win {
@@ -263,6 +264,7 @@ func floor(in Input, win []joinedFrame) (func(time.Duration) float64, bool) {
 	p := in.Spec.Path
 	return func(t time.Duration) float64 {
 		fwd, _ := emu.SplitRTT(p.RTTAt(t))
+		fwd += p.Jitter / 2
 		return float64(fwd)/float64(time.Millisecond) + size*8/float64(p.RateAt(t))*1e3 + encode
 	}, true
 }

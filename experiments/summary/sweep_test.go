@@ -46,6 +46,12 @@ func TestSweepFieldsOfVideo(t *testing.T) {
 	if r.FloorMs == nil || !near(*r.FloorMs, 20+40+3, 1e-9) {
 		t.Errorf("floor %v ms, want 63", r.FloorMs)
 	}
+	// With 10 ms of jitter, its median draw, 5 ms, is the path's too.
+	in.Spec.Path.Jitter = 10 * time.Millisecond
+	if j, _ := summarizeVideo(in, v); j.FloorMs == nil || !near(*j.FloorMs, 20+5+40+3, 1e-9) {
+		t.Errorf("floor %v ms with 10 ms of jitter, want 68", j.FloorMs)
+	}
+	in.Spec.Path.Jitter = 0
 	// Every frame received 100 ms after its capture, on a path without
 	// steps: 37 ms over the floor, each.
 	if o := r.OverFloorMs; o == nil || !near(o.P50, 37, 1e-9) || !near(o.P95, 37, 1e-9) {
