@@ -29,13 +29,14 @@
 //     estimator (transport/drain) fed a reading at every ACK and write
 //     (Estimator).
 //   - The path: a bottleneck whose rate follows a schedule of steps, a
-//     drop-tail queue limited in bytes, optional random loss, and a base
-//     round trip (which may step too) split evenly between the directions.
+//     drop-tail queue limited in bytes, optional random loss, a base
+//     round trip (which may step too) split evenly between the directions,
+//     and optional jitter on the forward direction's delay (no reordering).
 //
 // Run returns every frame's times and a summary: source delay (write to
 // the last byte leaving the host), capture to received, the floor (one-way
-// delay, the median frame's serialization at the bottleneck, the median
-// encode) and the excess over it, the standing queue, utilization, rung
+// delay with half the jitter, the median frame's serialization at the
+// bottleneck, the median encode) and the excess over it, the standing queue, utilization, rung
 // fractions, frame rate, and the recovery after each step. Bulk returns
 // what a backlogged flow of the same congestion control makes of the same
 // path, the bound for utilization.

@@ -188,12 +188,53 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
+// TestJitter runs a sender at a fixed rate well under the link, so that no
+// queue builds, with and without jitter: each frame arrives later by at most
+// the jitter (the last of its packets, none overtaking another), by a good
+// part of it at the median, and the floor gains the jitter's median draw.
+func TestJitter(t *testing.T) {
+	const jitter = 20 * time.Millisecond
+	run := func(j time.Duration) *Result {
+		t.Helper()
+		newCtrl, _ := fixedAt(800*rate.Kbps, rung360)
+		p := Path{Rate: 4 * rate.Mbps, RTT: 40 * time.Millisecond, Jitter: j}
+		r, err := Run(Config{Path: p, Seed: 5, Duration: 20 * time.Second, NewController: newCtrl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	plain, jittered := run(0), run(jitter)
+	if len(plain.Frames) != len(jittered.Frames) || len(plain.Frames) < 500 {
+		t.Fatalf("%d and %d frames, want the same frames", len(plain.Frames), len(jittered.Frames))
+	}
+	var later []time.Duration
+	for i, f := range jittered.Frames {
+		g := plain.Frames[i]
+		if f.Capture != g.Capture || f.Received < 0 || g.Received < 0 {
+			continue
+		}
+		d := f.Received - g.Received
+		if d < 0 || d > jitter {
+			t.Fatalf("frame %d arrived %v later with jitter, want 0 to %v", i, d, jitter)
+		}
+		later = append(later, d)
+	}
+	if p := percentiles(later); len(later) < 500 || p.P50 < jitter/4 {
+		t.Errorf("frames arrived later by %v at the median over %d frames, want at least %v", p.P50, len(later), jitter/4)
+	}
+	if d := jittered.Floor - plain.Floor; d != jitter/2 {
+		t.Errorf("floor %v with jitter, %v without: want %v more", jittered.Floor, plain.Floor, jitter/2)
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
 		{Path: Path{Rate: 1 * rate.Mbps}},
 		{Path: Path{RTT: time.Millisecond}},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Loss: 1}},
+		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Jitter: -time.Millisecond}},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Steps: []Step{{At: 0, Rate: 1}}}},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond}, Warmup: time.Minute, Duration: time.Second},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond}, Ladder: []media.Rung{}},

@@ -51,7 +51,12 @@ type Path struct {
 	// Loss is the probability that a packet is lost at random before the
 	// queue; 0 means none.
 	Loss float64
-	CC   CC
+	// Jitter adds to each packet's one-way delay after the bottleneck a
+	// delay drawn uniformly from [0, Jitter), without reordering: a
+	// packet never arrives before the one ahead of it (as on a radio
+	// link that holds packets for its turn). 0 means none.
+	Jitter time.Duration
+	CC     CC
 	// Steps change the rate or the round trip at given times.
 	Steps []Step
 }
@@ -106,6 +111,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Path.Loss < 0 || c.Path.Loss >= 1 {
 		return c, fmt.Errorf("%w: loss %v", ErrConfig, c.Path.Loss)
+	}
+	if c.Path.Jitter < 0 {
+		return c, fmt.Errorf("%w: jitter %v", ErrConfig, c.Path.Jitter)
 	}
 	if c.Path.Queue == 0 {
 		c.Path.Queue = 100 * time.Millisecond
@@ -163,6 +171,7 @@ func Run(cfg Config) (*Result, error) {
 func newSim(cfg Config) *sim {
 	s := &sim{cfg: cfg, sched: newSchedule(cfg.Path)}
 	s.rng = rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	s.jitterRng = rand.New(rand.NewPCG(cfg.Seed, 0x117e))
 	limit := max(cfg.Path.Rate.Bytes(cfg.Path.Queue), 2*(mss+tcpIPHeader))
 	s.link = link{sched: &s.sched, limit: limit}
 	s.tcp = &tcp{s: s}

@@ -10,15 +10,16 @@ import (
 
 // sim is one run's state.
 type sim struct {
-	cfg   Config
-	sched schedule
-	link  link
-	q     eventQueue
-	rng   *rand.Rand
-	tcp   *tcp
-	est   drainEstimator
-	enc   encoder
-	ctrl  Controller
+	cfg       Config
+	sched     schedule
+	link      link
+	q         eventQueue
+	rng       *rand.Rand
+	jitterRng *rand.Rand // its own stream, so that paths without jitter keep their draws
+	tcp       *tcp
+	est       drainEstimator
+	enc       encoder
+	ctrl      Controller
 
 	// The source and the sender loop.
 	srcInterval time.Duration
@@ -164,4 +165,12 @@ func (m *meter) bytes(a, b time.Duration) int64 {
 		n += m.bins[i]
 	}
 	return n
+}
+
+// jitter draws a packet's extra one-way delay (see Path.Jitter).
+func (s *sim) jitter() time.Duration {
+	if s.cfg.Path.Jitter <= 0 {
+		return 0
+	}
+	return time.Duration(s.jitterRng.Int64N(int64(s.cfg.Path.Jitter)))
 }

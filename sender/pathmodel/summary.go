@@ -115,7 +115,7 @@ func (s *sim) segments() []pathSeg {
 			}
 		}
 		sg.ser = s.sched.rateAt(sg.a).Duration(int(percentiles(wire).P50))
-		sg.floor = s.sched.owdAt(sg.a) + sg.ser + percentiles(enc).P50
+		sg.floor = s.sched.owdAt(sg.a) + s.cfg.Path.Jitter/2 + sg.ser + percentiles(enc).P50
 		out = append(out, sg)
 	}
 	return out

@@ -211,7 +211,7 @@ func (t *tcp) transmit(now time.Duration, id int64) {
 		return
 	}
 	sd := &t.s.sched
-	recv := max(t.lastRecvAt, depart+sd.owdAt(depart))
+	recv := max(t.lastRecvAt, depart+sd.owdAt(depart)+t.s.jitter())
 	t.lastRecvAt = recv
 	ack := max(t.lastAckAt, recv+sd.owdAt(recv))
 	t.lastAckAt = ack
