@@ -160,8 +160,8 @@ var shortfalls = map[string]limit{
 
 // matrix returns the paths the controller is checked on: every rate with
 // every round trip, with both congestion controls and a spread of buffer
-// depths; rate halvings and doublings; a round trip step; and paths drawn
-// at random with a fixed seed.
+// depths; rate halvings and doublings; round trip steps; paths drawn at
+// random with a fixed seed; and paths with jitter.
 func matrix() []pathCase {
 	rates := []rate.Bitrate{100 * rate.Kbps, 300 * rate.Kbps, 500 * rate.Kbps, 1 * rate.Mbps, 2 * rate.Mbps,
 		5 * rate.Mbps, 10 * rate.Mbps, 20 * rate.Mbps, 50 * rate.Mbps}
@@ -216,6 +216,17 @@ func matrix() []pathCase {
 			p := pathmodel.Path{Rate: r, RTT: 20 * time.Millisecond, Queue: 200 * time.Millisecond, CC: cc,
 				Steps: []pathmodel.Step{{At: 25 * time.Second, RTT: 160 * time.Millisecond}}}
 			add(fmt.Sprintf("%v,%s,20ms,rtt-x8", cc, short(r)), p)
+		}
+	}
+	// Delay that varies from packet to packet (as on a radio link), up
+	// to half the round trip; the floor counts the jitter's median draw.
+	for _, cc := range []pathmodel.CC{pathmodel.Cubic, pathmodel.BBR} {
+		for _, j := range []struct {
+			r        rate.Bitrate
+			rtt, jit time.Duration
+		}{{500 * rate.Kbps, 80, 20}, {2 * rate.Mbps, 20, 10}, {10 * rate.Mbps, 80, 20}} {
+			p := pathmodel.Path{Rate: j.r, RTT: j.rtt * time.Millisecond, Queue: 200 * time.Millisecond, CC: cc, Jitter: j.jit * time.Millisecond}
+			add(fmt.Sprintf("%v,%s,%v,jitter%v", cc, short(j.r), p.RTT, p.Jitter), p)
 		}
 	}
 	return cs
