@@ -189,17 +189,33 @@ type Input struct {
 	PageFinal *emu.Stats
 }
 
+// lateNoteMs is the emulator's lateness from which a run's notes say so: a
+// packet held this long reads as queueing to the sender, and a controller
+// may cut on it.
+const lateNoteMs = 20
+
 // baseRun fills the fields every run has.
 func baseRun(in Input) report.Run {
 	s := in.Spec
 	fwd := in.Final.Forward.Total
+	var late *metrics.Percentiles
+	var notes []string
+	if fwd.Late.N > 0 {
+		l := fwd.Late.Only(metrics.P50 | metrics.P99 | metrics.Max)
+		late = &l
+		if l.Max >= lateNoteMs {
+			notes = append(notes, fmt.Sprintf("the emulator delivered a packet %s late (p99 %s): the machine was busy, and the delays carry it",
+				FormatMs(l.Max), FormatMs(l.P99)))
+		}
+	}
 	return report.Run{
 		ID: in.ID, Scenario: s.Title(), Mode: s.ModeName(), Transport: s.TransportName(), Workload: s.Workload.String(), CC: s.Path.CC,
 		RateBps: int64(s.Path.Rate), RTTMs: float64(s.Path.RTT) / float64(time.Millisecond),
 		QueueMs: float64(s.Path.Queue) / float64(time.Millisecond), Loss: s.Path.Loss, JitterMs: float64(s.Path.Jitter) / float64(time.Millisecond), Schedule: scenario.FormatSchedule(s.Path.Schedule),
 		DurationS: s.Duration.Seconds(), WarmupS: s.Warmup.Seconds(),
 		SourceDelayMs: report.NoPercentiles(), GoodputBps: math.NaN(), Utilization: math.NaN(),
-		BottleneckQueueMs: fwd.Queue.Only(report.Figures), EmulatorDrops: fwd.Drops,
+		BottleneckQueueMs: fwd.Queue.Only(report.Figures), EmulatorDrops: fwd.Drops, EmulatorLateMs: late,
+		Notes: notes,
 	}
 }
 

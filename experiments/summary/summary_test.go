@@ -456,3 +456,26 @@ func TestFailed(t *testing.T) {
 		t.Errorf("Failed = %+v", r)
 	}
 }
+
+// TestEmulatorLate checks that a run carries the emulator's lateness, and
+// says so in its notes once a packet was held lateNoteMs or more.
+func TestEmulatorLate(t *testing.T) {
+	for _, tc := range []struct {
+		max  float64
+		note bool
+	}{{4.9, false}, {61.7, true}} {
+		var in Input
+		in.Final.Forward.Total.Late = metrics.Percentiles{N: 5000, P50: 0.02, P95: 0.1, P99: 0.13, Max: tc.max, Figures: metrics.All}
+		r := baseRun(in)
+		if l := r.EmulatorLateMs; l == nil || l.P50 != 0.02 || l.P99 != 0.13 || l.Max != tc.max {
+			t.Errorf("max %v: emulator_late_ms %+v, want p50 0.02, p99 0.13, max %v", tc.max, l, tc.max)
+		}
+		noted := strings.Contains(strings.Join(r.Notes, "\n"), "the emulator delivered a packet")
+		if noted != tc.note {
+			t.Errorf("max %v ms: notes %q, want a note of the lateness: %v", tc.max, r.Notes, tc.note)
+		}
+	}
+	if r := baseRun(Input{}); r.EmulatorLateMs != nil || len(r.Notes) > 0 {
+		t.Errorf("without counts: emulator_late_ms %+v, notes %q, want neither", r.EmulatorLateMs, r.Notes)
+	}
+}
