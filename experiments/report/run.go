@@ -91,14 +91,15 @@ type Run struct {
 
 	BottleneckQueueMs metrics.Percentiles `json:"bottleneck_queue_ms"`
 	EmulatorDrops     int64               `json:"emulator_drops"` // in the window
+	Retransmits       int64               `json:"retransmits"`    // TCP's, in the window
+	Writes            int                 `json:"writes,omitempty"`
+	Frames            int                 `json:"frames,omitempty"`
+
 	// EmulatorLateMs is how long after its computed departure the
 	// emulator delivered each packet of the forward path in the window
 	// (p50, p99, max): its own timing error, which a busy machine raises.
 	// Absent in results written before it.
 	EmulatorLateMs *metrics.Percentiles `json:"emulator_late_ms,omitempty"`
-	Retransmits       int64               `json:"retransmits"`    // TCP's, in the window
-	Writes            int                 `json:"writes,omitempty"`
-	Frames            int                 `json:"frames,omitempty"`
 
 	// Video, every transport (absent in results written before them).
 	Freezes     *Freezes `json:"freezes,omitempty"`     // gaps over FreezeMs between frames received
