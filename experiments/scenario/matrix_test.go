@@ -187,9 +187,9 @@ func TestScenarioFiles(t *testing.T) {
 	}
 }
 
-// TestSweepAndTransportsFiles checks that sweep.txt, transports.txt and
-// faults.txt hold the runs their headers describe, and that the time each header
-// states covers their runs.
+// TestSweepAndTransportsFiles checks that sweep.txt, transports.txt,
+// faults.txt and jitter.txt hold the runs their headers describe, and that
+// the time each header states covers their runs.
 func TestSweepAndTransportsFiles(t *testing.T) {
 	for _, tc := range []struct {
 		file  string
@@ -199,6 +199,7 @@ func TestSweepAndTransportsFiles(t *testing.T) {
 		{"sweep.txt", 80, checkSweep},
 		{"transports.txt", 96, checkTransports},
 		{"faults.txt", 4, checkFaults},
+		{"jitter.txt", 20, checkJitter},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("..", "scenarios", tc.file)
@@ -286,6 +287,30 @@ func checkFaults(t *testing.T, specs []Run) {
 	for _, k := range []string{"tcp outage", "quic outage", "tcp loss", "quic loss"} {
 		if !got[k] {
 			t.Errorf("faults.txt lacks %s", k)
+		}
+	}
+}
+
+// checkJitter checks jitter.txt: every path with jitter has TCP and QUIC,
+// each with and without SBM, and the same path without jitter beside it.
+func checkJitter(t *testing.T, specs []Run) {
+	got := map[string]bool{}
+	for _, s := range specs {
+		if s.Workload.Kind != KindVideo || s.Path.CC != "cubic" {
+			t.Errorf("%s: want video with CUBIC", s.ID())
+		}
+		got[FormatRate(s.Path.Rate)+"-"+fmtDur(s.Path.RTT)+"-"+fmtDur(s.Path.Jitter)+"-"+s.TransportName()+"-"+s.ModeName()] = true
+	}
+	for _, p := range []string{"2mbit-20ms-10ms", "2mbit-80ms-20ms", "10mbit-20ms-10ms", "10mbit-80ms-20ms"} {
+		for _, k := range []string{"tcp-replenish=15ms", "tcp-default", "quic-replenish=15ms", "quic-default"} {
+			if !got[p+"-"+k] {
+				t.Errorf("jitter.txt lacks %s-%s", p, k)
+			}
+		}
+		rate, rtt, _ := strings.Cut(p, "-")
+		rtt, _, _ = strings.Cut(rtt, "-")
+		if !got[rate+"-"+rtt+"-0ms-tcp-replenish=15ms"] {
+			t.Errorf("jitter.txt lacks %s-%s without jitter", rate, rtt)
 		}
 	}
 }
