@@ -1,5 +1,7 @@
 package records
 
+import "strconv"
+
 // RunLine is one line of a run's records.jsonl in a results directory,
 // which the runner writes and the report reads: a write ("write"), a frame
 // ("frame") or a periodic reading of the path ("sample"). T is in seconds
@@ -50,3 +52,10 @@ const (
 	ViewerFile = "viewer.jsonl"  // in raw: cmd/viewer's records
 	InputFile  = "input.json"    // in raw: what else the run's summary is computed from
 )
+
+// CrossSinkFile names, in raw, the sink's records of competing flow i
+// (from 0) of a run with competing traffic.
+func CrossSinkFile(i int) string { return "cross-" + strconv.Itoa(i+1) + "-sink.jsonl" }
+
+// CrossSendFile names, in raw, the sender's records of competing flow i.
+func CrossSendFile(i int) string { return "cross-" + strconv.Itoa(i+1) + "-send.jsonl" }

@@ -95,6 +95,12 @@ type Run struct {
 	Writes            int                 `json:"writes,omitempty"`
 	Frames            int                 `json:"frames,omitempty"`
 
+	// CrossFlows is how many competing bulk flows shared the path with the
+	// video (--cross), and CrossGoodputBps what their sinks received in
+	// the window, together; both absent without.
+	CrossFlows      int      `json:"cross_flows,omitempty"`
+	CrossGoodputBps *float64 `json:"cross_goodput_bps,omitempty"`
+
 	// EmulatorLateMs is how long after its computed departure the
 	// emulator delivered each packet of the forward path in the window
 	// (p50, p99, max): its own timing error, which a busy machine raises.

@@ -47,6 +47,12 @@ var columns = []column{
 	{"p95", true, always, func(r Run) string { return fmtMs(r.SourceDelayMs.P95) }},
 	{"p99", true, always, func(r Run) string { return fmtMs(r.SourceDelayMs.P99) }},
 	{"goodput", true, always, fmtGoodput},
+	{"competing flows' goodput", true, anyRun(func(r Run) bool { return r.CrossGoodputBps != nil }), func(r Run) string {
+		if r.CrossGoodputBps == nil || !finite(*r.CrossGoodputBps) {
+			return missing
+		}
+		return fmt.Sprintf("%s (%d)", fmtBps(*r.CrossGoodputBps), r.CrossFlows)
+	}},
 	{"queue p50 / p95", true, always, func(r Run) string {
 		return fmtPair(r.BottleneckQueueMs.P50, r.BottleneckQueueMs.P95)
 	}},

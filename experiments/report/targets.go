@@ -161,6 +161,9 @@ func judgeUtilization(r Run, _ *Run) judgement {
 	if !finite(u) {
 		return na("utilization unknown")
 	}
+	if r.CrossFlows > 0 {
+		return na(sharedWith(r))
+	}
 	// The link's use is shown beside utilization, never judged: its gap
 	// to utilization is what the packets carry besides the payload. On a
 	// path whose rate steps, the window less each step's allowed recovery
@@ -193,7 +196,24 @@ func judgeUtilization(r Run, _ *Run) judgement {
 	return j
 }
 
+// sharedWith says what a run with competing flows got of the link, and
+// they: the link is shared, so neither is judged against it.
+func sharedWith(r Run) string {
+	s := fmt.Sprintf("shared with %d competing flows", r.CrossFlows)
+	if r.CrossFlows == 1 {
+		s = "shared with a competing flow"
+	}
+	rate := meanRate(r)
+	if c := r.CrossGoodputBps; c != nil && finite(*c) && rate > 0 && finite(r.GoodputBps) {
+		s += fmt.Sprintf(": the video %.0f%%, the competition %.0f%%", 100*r.GoodputBps/rate, 100**c/rate)
+	}
+	return s
+}
+
 func judgeDrainRatio(r Run, _ *Run) judgement {
+	if r.CrossFlows > 0 {
+		return na(sharedWith(r))
+	}
 	if r.DrainRatio == nil || !finite(r.DrainRatio.P50) {
 		return na("no path-limited drain estimate")
 	}

@@ -187,6 +187,27 @@ func TestUtilizationLinkCell(t *testing.T) {
 	}
 }
 
+// TestSharedLink checks that a run sharing its path with competing flows
+// is not judged on utilization or the drain ratio, and says what each side
+// got.
+func TestSharedLink(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	rep, _ := targetRuns()
+	rep.Utilization, rep.GoodputBps = 0.26, 0.26*7.5e6
+	rep.DrainRatio = &metrics.Percentiles{P50: 0.3, P95: 0.4, N: 100}
+	rep.CrossFlows, rep.CrossGoodputBps = 1, f(0.7*7.5e6)
+	want := "n/a: shared with a competing flow: the video 26%, the competition 70%"
+	for name, judge := range map[string]func(Run, *Run) judgement{"utilization": judgeUtilization, "drain ratio": judgeDrainRatio} {
+		if j := judge(rep, nil); j.verdict != notApplicable || j.cell != want {
+			t.Errorf("%s: %q (verdict %d), want %q", name, j.cell, j.verdict, want)
+		}
+	}
+	rep.CrossFlows, rep.CrossGoodputBps = 2, nil
+	if j := judgeUtilization(rep, nil); j.cell != "n/a: shared with 2 competing flows" {
+		t.Errorf("unknown competition: %q", j.cell)
+	}
+}
+
 // TestTargetsSection checks which runs the section judges, the default
 // run each is compared with, the counts, and where the section stands in
 // summary.md.

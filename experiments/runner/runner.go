@@ -67,6 +67,7 @@ type Workload interface {
 var (
 	_ Workload = (*workload.Bulk)(nil)
 	_ Workload = (*workload.Video)(nil)
+	_ Workload = (*workload.Crossed)(nil)
 )
 
 // Runner runs runs into a results directory. Its fields are set before the
@@ -82,10 +83,14 @@ type Runner struct {
 // workload returns the processes of spec's workload on path p (and the
 // page's leg, page, or nil), with their files in dir.
 func (rn *Runner) workload(spec scenario.Run, p, page *emu.Path, dir string) Workload {
-	if spec.Workload.Kind == scenario.KindVideo {
-		return workload.NewVideo(spec, p, page, dir, rn.Programs, rn.Log)
+	if spec.Workload.Kind != scenario.KindVideo {
+		return workload.NewBulk(spec, p, dir, rn.Programs.Self)
 	}
-	return workload.NewBulk(spec, p, dir, rn.Programs.Self)
+	v := workload.NewVideo(spec, p, page, dir, rn.Programs, rn.Log)
+	if spec.Cross > 0 {
+		return workload.NewCrossed(v, spec.Cross, p, dir, rn.Programs.Self)
+	}
+	return v
 }
 
 // RunAll runs specs (with their IDs), parallel at a time, each on its own

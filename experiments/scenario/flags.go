@@ -49,6 +49,7 @@ type Flags struct {
 	MTU        int
 	Drain      time.Duration
 	Browser    bool
+	Cross      int
 	MaxRes     string
 	Bitrate    string
 	Scenario   string
@@ -92,6 +93,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Sndbuf, "sndbuf", f.Sndbuf, "initial TCP send buffer on the sender side, `bytes` (net.ipv4.tcp_wmem default; autotuning may grow it); 0 keeps Linux's 16 KiB")
 	fs.IntVar(&f.MTU, "mtu", f.MTU, "MTU of the emulated path in `bytes` (576 to 1500; 0 means 1500); 1280 gives TCP an MSS of 1228, as on the published table's path")
 	fs.DurationVar(&f.Drain, "drain", f.Drain, "after the window, at most this `time` for the data written in it to leave the host (what has not counts as a lower bound)")
+	fs.IntVar(&f.Cross, "cross", f.Cross, "video: `flows` of competing traffic sharing the path for the whole run (bulk TCP, 64 KiB writes, no SBM, the path's congestion control), 0 to 4")
 	fs.BoolVar(&f.Browser, "browser", f.Browser, "video: also measure capture to displayed in headless Chromium")
 	fs.StringVar(&f.MaxRes, "max-res", f.MaxRes, "video: largest resolution `WxH` the sender may send (default the sender's)")
 	fs.StringVar(&f.Bitrate, "bitrate", f.Bitrate, "video: the sender's starting target `rate`, where default and lowat modes, which give it no view of the path, stay (default: the bottleneck rate)")
@@ -162,8 +164,11 @@ func (f Flags) proto() (Run, error) {
 			return Run{}, fmt.Errorf("%w: --bitrate %q: want a rate from %v to %v", ErrSpec, f.Bitrate, minVideoBitrate, maxVideoBitrate)
 		}
 	}
-	if w.Kind != KindVideo && (f.Browser || f.MaxRes != "" || f.Bitrate != "") {
-		return Run{}, fmt.Errorf("%w: --browser, --max-res and --bitrate apply to the video workload only", ErrSpec)
+	if w.Kind != KindVideo && (f.Browser || f.MaxRes != "" || f.Bitrate != "" || f.Cross != 0) {
+		return Run{}, fmt.Errorf("%w: --browser, --max-res, --bitrate and --cross apply to the video workload only", ErrSpec)
+	}
+	if f.Cross < 0 || f.Cross > MaxCross {
+		return Run{}, fmt.Errorf("%w: --cross %d: want 0 to %d flows", ErrSpec, f.Cross, MaxCross)
 	}
 	page, err := f.pageLeg(w)
 	if err != nil {
@@ -173,6 +178,7 @@ func (f Flags) proto() (Run, error) {
 	return Run{
 		Path: path, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
 		Browser: f.Browser || page != nil, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario, Page: page,
+		Cross: f.Cross,
 	}, nil
 }
 

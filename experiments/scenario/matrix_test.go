@@ -188,8 +188,8 @@ func TestScenarioFiles(t *testing.T) {
 }
 
 // TestSweepAndTransportsFiles checks that sweep.txt, transports.txt,
-// faults.txt and jitter.txt hold the runs their headers describe, and that
-// the time each header states covers their runs.
+// faults.txt, jitter.txt and cross.txt hold the runs their headers
+// describe, and that the time each header states covers their runs.
 func TestSweepAndTransportsFiles(t *testing.T) {
 	for _, tc := range []struct {
 		file  string
@@ -200,6 +200,7 @@ func TestSweepAndTransportsFiles(t *testing.T) {
 		{"transports.txt", 96, checkTransports},
 		{"faults.txt", 4, checkFaults},
 		{"jitter.txt", 20, checkJitter},
+		{"cross.txt", 16, checkCross},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("..", "scenarios", tc.file)
@@ -311,6 +312,25 @@ func checkJitter(t *testing.T, specs []Run) {
 		rtt, _, _ = strings.Cut(rtt, "-")
 		if !got[rate+"-"+rtt+"-0ms-tcp-replenish=15ms"] {
 			t.Errorf("jitter.txt lacks %s-%s without jitter", rate, rtt)
+		}
+	}
+}
+
+// checkCross checks cross.txt: on every path one competing flow, and TCP
+// with and without SBM, QUIC with SBM and WebRTC.
+func checkCross(t *testing.T, specs []Run) {
+	got := map[string]bool{}
+	for _, s := range specs {
+		if s.Workload.Kind != KindVideo || s.Cross != 1 {
+			t.Errorf("%s: want video with one competing flow", s.ID())
+		}
+		got[FormatRate(s.Path.Rate)+"-"+fmtDur(s.Path.RTT)+"-"+s.Path.CC+"-"+s.TransportName()+"-"+s.ModeName()] = true
+	}
+	for _, p := range []string{"2mbit-40ms-cubic", "10mbit-40ms-cubic", "2mbit-172ms-cubic", "2mbit-40ms-bbr"} {
+		for _, k := range []string{"tcp-replenish=15ms", "tcp-default", "quic-replenish=15ms", "webrtc-gcc"} {
+			if !got[p+"-"+k] {
+				t.Errorf("cross.txt lacks %s-%s", p, k)
+			}
 		}
 	}
 }

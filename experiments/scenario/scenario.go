@@ -449,7 +449,12 @@ type Run struct {
 	Duration time.Duration // the measured window after the warm-up
 	Drain    time.Duration // at most this long after the window for its data to leave
 	Browser  bool          // video: measure capture to displayed in headless Chromium
-	MaxRes   string        // video: largest resolution, "" for the sender's default
+	// Cross is how many competing flows share the path with the video for
+	// the whole run: bulk TCP senders of 64 KiB writes without SBM, the
+	// path's congestion control, from the sender's side to a sink on the
+	// receiver's (MaxCross at most).
+	Cross  int    `json:",omitempty"`
+	MaxRes string // video: largest resolution, "" for the sender's default
 	// Bitrate is the video sender's starting target, where the modes that
 	// give it no view of the path (default, lowat) keep it; 0 means the
 	// bottleneck rate, as an application configured for its link would.
@@ -460,6 +465,9 @@ type Run struct {
 	// any, reaches the viewer over loopback.
 	Page *PageLeg `json:",omitempty"`
 }
+
+// MaxCross caps Run.Cross.
+const MaxCross = 4
 
 // Limits of the video sender's -bitrate.
 const (
@@ -532,6 +540,9 @@ func (s Run) ID() string {
 	if s.Bitrate > 0 {
 		parts = append(parts, "br"+FormatRate(s.Bitrate))
 	}
+	if s.Cross > 0 {
+		parts = append(parts, "cross"+strconv.Itoa(s.Cross))
+	}
 	switch {
 	case s.Page != nil:
 		parts = append(parts, s.Page.id())
@@ -587,6 +598,13 @@ func (s Run) Title() string {
 	}
 	if s.Bitrate > 0 {
 		parts = append(parts, "sender bitrate "+s.Bitrate.String())
+	}
+	switch s.Cross {
+	case 0:
+	case 1:
+		parts = append(parts, "a competing bulk flow")
+	default:
+		parts = append(parts, strconv.Itoa(s.Cross)+" competing bulk flows")
 	}
 	switch {
 	case s.Page != nil:

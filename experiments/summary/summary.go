@@ -39,6 +39,9 @@ func Summarize(in Input, raw string) (report.Run, []records.RunLine, error) {
 			return report.Run{}, nil, fmt.Errorf("summary: viewer records: %w", err)
 		}
 		run, recs := summarizeVideo(in, d)
+		if err := crossFields(&run, in, raw); err != nil {
+			return report.Run{}, nil, err
+		}
 		return run, recs, nil
 	}
 	var d sendData

@@ -73,6 +73,21 @@ func (b *Bulk) roles() (recv, send Role) {
 // StartReceiver starts the receiving process and returns once it accepts
 // connections.
 func (b *Bulk) StartReceiver(ctx context.Context) error {
+	role, _ := b.roles()
+	spec := Spec{Role: role, Addr: receiverAddr(b.p)}
+	if role == BulkSink {
+		spec.Records = filepath.Join(b.dir, records.SinkFile)
+	}
+	var err error
+	b.recv, err = startReady(ctx, b.p.ReceiverNS(), string(role), append([]string{b.self}, spec.Args()...), b.dir)
+	return err
+}
+
+// startReady starts a receiving process named name in the namespace ns,
+// logging to dir/name.log, and waits until it prints ReadyLine. It returns
+// the process, if started, even when the wait fails, so that it can be
+// stopped.
+func startReady(ctx context.Context, ns, name string, argv []string, dir string) (*proc.Proc, error) {
 	ready := make(chan struct{})
 	var once sync.Once
 	onLine := func(l string) {
@@ -80,17 +95,11 @@ func (b *Bulk) StartReceiver(ctx context.Context) error {
 			once.Do(func() { close(ready) })
 		}
 	}
-	role, _ := b.roles()
-	spec := Spec{Role: role, Addr: receiverAddr(b.p)}
-	if role == BulkSink {
-		spec.Records = filepath.Join(b.dir, records.SinkFile)
+	pr, err := proc.Start(ns, name, argv, filepath.Join(dir, name+".log"), onLine)
+	if err != nil {
+		return nil, err
 	}
-	var err error
-	argv := append([]string{b.self}, spec.Args()...)
-	if b.recv, err = proc.Start(b.p.ReceiverNS(), string(role), argv, filepath.Join(b.dir, string(role)+".log"), onLine); err != nil {
-		return err
-	}
-	return b.recv.WaitReady(ctx, ready, ReadyWait)
+	return pr, pr.WaitReady(ctx, ready, ReadyWait)
 }
 
 // StartSender starts the sending process.
