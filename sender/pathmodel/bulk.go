@@ -11,6 +11,7 @@ func Bulk(cfg Config) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	cfg.Path.Cross = 0 // the transport's own capacity, alone
 	s := newSim(cfg)
 	s.q = eventQueue{}
 	s.state = appEncoding // the application never writes a frame

@@ -31,7 +31,9 @@
 //   - The path: a bottleneck whose rate follows a schedule of steps, a
 //     drop-tail queue limited in bytes, optional random loss, a base
 //     round trip (which may step too) split evenly between the directions,
-//     and optional jitter on the forward direction's delay (no reordering).
+//     optional jitter on the forward direction's delay (no reordering),
+//     and optional competing bulk TCP flows of the same congestion control
+//     sharing the bottleneck (Path.Cross; Result.CrossUtil is their share).
 //
 // Run returns every frame's times and a summary: source delay (write to
 // the last byte leaving the host), capture to received, the floor (one-way

@@ -21,6 +21,7 @@ type event struct {
 	seq  uint64
 	kind evKind
 	arg  int64
+	flow uint8 // the TCP flow an ACK, pace or loss event is for: 0 the stream's, 1.. the competing flows'
 }
 
 // eventQueue is a binary min-heap of events by (at, seq).
@@ -34,9 +35,12 @@ func (q *eventQueue) less(i, j int) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
-func (q *eventQueue) push(at time.Duration, kind evKind, arg int64) {
+func (q *eventQueue) push(at time.Duration, kind evKind, arg int64) { q.pushFlow(at, kind, arg, 0) }
+
+// pushFlow schedules an event of TCP flow flow (see event.flow).
+func (q *eventQueue) pushFlow(at time.Duration, kind evKind, arg int64, flow uint8) {
 	q.seq++
-	q.h = append(q.h, event{at, q.seq, kind, arg})
+	q.h = append(q.h, event{at, q.seq, kind, arg, flow})
 	i := len(q.h) - 1
 	for i > 0 {
 		p := (i - 1) / 2

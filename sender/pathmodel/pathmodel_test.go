@@ -228,6 +228,41 @@ func TestJitter(t *testing.T) {
 	}
 }
 
+// TestCross runs a sender at a fixed quarter of the link beside a
+// competing bulk flow of each congestion control: the flow takes the rest
+// of the link, and with CUBIC it keeps the drop-tail queue near full, so
+// the stream's frames wait behind it. Without the flow nothing changes.
+func TestCross(t *testing.T) {
+	for _, cc := range []CC{Cubic, BBR} {
+		run := func(n int) *Result {
+			t.Helper()
+			newCtrl, _ := fixedAt(1*rate.Mbps, rung360)
+			p := Path{Rate: 4 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: cc, Cross: n}
+			r, err := Run(Config{Path: p, Seed: 3, Duration: 30 * time.Second, NewController: newCtrl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		alone, shared := run(0), run(1)
+		if alone.CrossUtil != 0 {
+			t.Errorf("%v: competing share %.3f without a competing flow", cc, alone.CrossUtil)
+		}
+		if sum := shared.RawUtil + shared.CrossUtil; shared.CrossUtil < 0.6 || sum < 0.9 || sum > 1.001 {
+			t.Errorf("%v: the stream %.3f and the competing flow %.3f of the link, want the flow to take the rest", cc, shared.RawUtil, shared.CrossUtil)
+		}
+		if math.Abs(shared.RawUtil-alone.RawUtil) > 0.05 {
+			t.Errorf("%v: the stream's share %.3f beside the flow, %.3f alone: a fixed rate should keep it", cc, shared.RawUtil, alone.RawUtil)
+		}
+		if cc == Cubic && shared.Queue.P50 < 100*time.Millisecond {
+			t.Errorf("CUBIC beside the stream: standing queue p50 %v, want most of the 200 ms buffer", shared.Queue.P50)
+		}
+	}
+	if _, err := Run(Config{Path: Path{Rate: rate.Mbps, RTT: time.Millisecond, Cross: MaxCross + 1}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("%d competing flows: %v, want ErrConfig", MaxCross+1, err)
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{},

@@ -109,7 +109,11 @@ type Result struct {
 	Util, RawUtil float64
 	// VideoUtil is the VP8 bytes received over the same time, relative
 	// to the link rate: the experiments' utilization.
-	VideoUtil   float64
+	VideoUtil float64
+	// CrossUtil is the competing flows' share of the link (Path.Cross):
+	// their first transmissions over the same time, relative to the link
+	// rate, as RawUtil is the stream's.
+	CrossUtil   float64
 	Rungs       map[media.Size]float64 // fraction of measured frames
 	Recoveries  []Recovery
 	Drops       int

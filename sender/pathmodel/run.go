@@ -56,10 +56,17 @@ type Path struct {
 	// packet never arrives before the one ahead of it (as on a radio
 	// link that holds packets for its turn). 0 means none.
 	Jitter time.Duration
-	CC     CC
+	// Cross is how many competing bulk flows share the bottleneck with
+	// the stream for the whole run: backlogged TCP senders of the path's
+	// congestion control, as a download beside a call (at most MaxCross).
+	Cross int
+	CC    CC
 	// Steps change the rate or the round trip at given times.
 	Steps []Step
 }
+
+// MaxCross caps Path.Cross.
+const MaxCross = 8
 
 // Controller is the rate controller under test.
 type Controller interface {
@@ -114,6 +121,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Path.Jitter < 0 {
 		return c, fmt.Errorf("%w: jitter %v", ErrConfig, c.Path.Jitter)
+	}
+	if c.Path.Cross < 0 || c.Path.Cross > MaxCross {
+		return c, fmt.Errorf("%w: %d competing flows (at most %d)", ErrConfig, c.Path.Cross, MaxCross)
 	}
 	if c.Path.Queue == 0 {
 		c.Path.Queue = 100 * time.Millisecond
@@ -185,6 +195,18 @@ func newSim(cfg Config) *sim {
 		s.tcp.cc = c
 		s.tcp.slowStart = c.slowStart
 	}
+	s.crossRng = rand.New(rand.NewPCG(cfg.Seed, 0xc055))
+	for i := range cfg.Path.Cross {
+		c := &tcp{s: s, flow: uint8(i + 1)}
+		c.handshake(s.sched.rttAt(0) + s.sched.rateAt(0).Duration(synBytes))
+		if cfg.Path.CC == BBR {
+			c.cc = newBBR(s.crossRng)
+		} else {
+			cu := newCubic()
+			c.cc, c.slowStart = cu, cu.slowStart
+		}
+		s.cross = append(s.cross, c)
+	}
 	s.est = newDrainEstimator(cfg.Estimator)
 	s.enc = encoder{m: cfg.Encoder, rng: rand.New(rand.NewPCG(cfg.Seed, 0xe2c)), srcFPS: cfg.FPS}
 	s.ctrl = cfg.NewController(cfg.Ladder, cfg.Start)
@@ -197,6 +219,9 @@ func newSim(cfg Config) *sim {
 	s.q.push(s.phase, evTick, 0)
 	s.state = appWaiting
 	s.checkInvite(0)
+	for _, c := range s.cross {
+		c.write(0, 1<<40)
+	}
 	return s
 }
 
@@ -205,22 +230,33 @@ func (s *sim) dispatch(ev event) {
 	case evTick:
 		s.onTick(ev.at, ev.arg)
 	case evAck:
-		s.tcp.onAck(ev.at, ev.arg)
+		s.flowTCP(ev.flow).onAck(ev.at, ev.arg)
 	case evWrite:
 		s.onWrite(ev.at)
 	case evPace:
-		s.tcp.onPace(ev.at)
+		s.flowTCP(ev.flow).onPace(ev.at)
 	case evLoss:
-		s.tcp.onLossTimer(ev.at, ev.arg)
+		s.flowTCP(ev.flow).onLossTimer(ev.at, ev.arg)
 	}
 	if ev.kind != evTick && ev.kind != evWrite {
 		s.checkInvite(ev.at)
 	}
 }
 
-// bottleneck offers a packet of n bytes leaving the host at t to the path.
-// Only first transmissions count toward utilization.
-func (s *sim) bottleneck(t time.Duration, n int, first bool) (start, depart time.Duration, dropped bool) {
+// bottleneck offers a packet of n bytes of TCP flow flow leaving the host
+// at t to the path. Only first transmissions count toward utilization,
+// and only the stream's (flow 0) toward its counts.
+func (s *sim) bottleneck(t time.Duration, n int, first bool, flow uint8) (start, depart time.Duration, dropped bool) {
+	if flow != 0 {
+		if s.cfg.Path.Loss > 0 && s.crossRng.Float64() < s.cfg.Path.Loss {
+			return 0, 0, true
+		}
+		start, depart, dropped = s.link.send(t, n)
+		if !dropped && first {
+			s.crossUtil.add(depart, n)
+		}
+		return
+	}
 	if s.cfg.Path.Loss > 0 && s.rng.Float64() < s.cfg.Path.Loss {
 		s.drops++
 		return 0, 0, true

@@ -17,6 +17,8 @@ type sim struct {
 	rng       *rand.Rand
 	jitterRng *rand.Rand // its own stream, so that paths without jitter keep their draws
 	tcp       *tcp
+	cross     []*tcp     // the competing bulk flows (Path.Cross); cross[i].flow is i+1
+	crossRng  *rand.Rand // their random loss and BBR phases, apart from the stream's draws
 	est       drainEstimator
 	enc       encoder
 	ctrl      Controller
@@ -51,9 +53,10 @@ type sim struct {
 	firstHead int // first frame whose first byte has not left the host
 	recvHead  int // first frame not yet received in full
 
-	util    meter
-	drops   int
-	retrans int
+	util      meter
+	crossUtil meter // the competing flows' first transmissions
+	drops     int
+	retrans   int
 }
 
 // span is a frame's place in the byte stream: [start, end).
@@ -165,6 +168,14 @@ func (m *meter) bytes(a, b time.Duration) int64 {
 		n += m.bins[i]
 	}
 	return n
+}
+
+// flowTCP returns TCP flow f: the stream's (0) or a competing one's.
+func (s *sim) flowTCP(f uint8) *tcp {
+	if f == 0 {
+		return s.tcp
+	}
+	return s.cross[f-1]
 }
 
 // jitter draws a packet's extra one-way delay (see Path.Jitter).

@@ -65,6 +65,7 @@ func (s *sim) result() *Result {
 	first := segFor(segs, s.cfg.Warmup)
 	r.Floor, r.Ser = first.floor, first.ser
 	r.Util, r.RawUtil, r.VideoUtil = s.utilization()
+	r.CrossUtil = s.crossUtilization()
 	r.Recoveries = s.recoveries(segs)
 	return r
 }
@@ -167,6 +168,23 @@ func (s *sim) utilization() (rel, raw, video float64) {
 		return 0, 0, 0
 	}
 	return used / can, used / link, vp8 / link
+}
+
+// crossUtilization returns the competing flows' first transmissions over
+// the link's capacity, over the time utilization counts.
+func (s *sim) crossUtilization() float64 {
+	var used, link float64
+	for t := s.cfg.Warmup; t < s.cfg.Duration; t += meterBin {
+		if s.settling(t) {
+			continue
+		}
+		used += float64(8 * s.crossUtil.bytes(t, t+meterBin))
+		link += s.sched.bits(t, t+meterBin)
+	}
+	if link == 0 {
+		return 0
+	}
+	return used / link
 }
 
 // stepping says a frame captured at t is within delaySettle after a step.

@@ -60,8 +60,9 @@ type congestion interface {
 
 // tcp is the model's TCP sender and the receiver's in-order delivery.
 type tcp struct {
-	s  *sim
-	cc congestion
+	s    *sim
+	cc   congestion
+	flow uint8 // 0: the stream's; 1..: a competing bulk flow's (Path.Cross)
 
 	segs    []segment
 	base    int64 // id of segs[0]
@@ -141,7 +142,7 @@ func (t *tcp) trySend(now time.Duration) {
 		if t.cc.pacingRate() > 0 && now < t.paceNext {
 			if !t.pacePending {
 				t.pacePending = true
-				t.s.q.push(t.paceNext, evPace, 0)
+				t.s.q.pushFlow(t.paceNext, evPace, 0, t.flow)
 			}
 			break
 		}
@@ -196,8 +197,8 @@ func (t *tcp) transmit(now time.Duration, id int64) {
 	if pr := t.cc.pacingRate(); pr > 0 {
 		t.paceNext = max(t.paceNext, now) + time.Duration(float64(wire)/pr*float64(time.Second))
 	}
-	start, depart, dropped := t.s.bottleneck(leave, wire, first)
-	if first {
+	start, depart, dropped := t.s.bottleneck(leave, wire, first, t.flow)
+	if first && t.flow == 0 {
 		t.s.onLeftHost(sg.seq, sg.seq+int64(sg.size), leave, start-leave, dropped)
 	}
 	if dropped {
@@ -207,7 +208,7 @@ func (t *tcp) transmit(now time.Duration, id int64) {
 		if sg.retrans > 0 {
 			timeout = t.rto() << min(sg.retrans-1, 6)
 		}
-		t.s.q.push(now+max(timeout, 10*time.Millisecond), evLoss, id)
+		t.s.q.pushFlow(now+max(timeout, 10*time.Millisecond), evLoss, id, t.flow)
 		return
 	}
 	sd := &t.s.sched
@@ -216,7 +217,7 @@ func (t *tcp) transmit(now time.Duration, id int64) {
 	ack := max(t.lastAckAt, recv+sd.owdAt(recv))
 	t.lastAckAt = ack
 	sg.recvAt = recv
-	t.s.q.push(ack, evAck, id)
+	t.s.q.pushFlow(ack, evAck, id, t.flow)
 }
 
 // onPace reopens the pacing gate.

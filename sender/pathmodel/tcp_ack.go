@@ -30,7 +30,9 @@ func (t *tcp) onAck(now time.Duration, id int64) {
 	a.losses = t.detectLosses(now, sg.sent)
 	t.advance(now)
 	t.cc.onAck(t, now, a)
-	t.s.est.onAck(now, t, sg.appLimited)
+	if t.flow == 0 {
+		t.s.est.onAck(now, t, sg.appLimited)
+	}
 	t.trySend(now)
 }
 
@@ -149,9 +151,11 @@ func (t *tcp) advance(now time.Duration) {
 	if !moved {
 		return
 	}
-	if t.una < t.next {
+	switch {
+	case t.flow != 0: // a competing flow: no frames to deliver
+	case t.una < t.next:
 		t.s.onReceived(t.seg(t.una).seq, t.recvMax)
-	} else {
+	default:
 		t.s.onReceived(t.sndNxt, t.recvMax)
 	}
 	if t.inRecovery && t.una >= t.recoveryEnd {
