@@ -53,6 +53,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -473,12 +474,8 @@ func (s *Server) listen(ctx context.Context) (*listeners, error) {
 	var lc net.ListenConfig
 	l := &listeners{}
 	var err error
-	if l.tcp, err = lc.Listen(ctx, "tcp", s.cfg.Listen); err != nil {
-		return nil, fmt.Errorf("viewer: media listener: %w", err)
-	}
-	if l.udp, err = lc.ListenPacket(ctx, "udp", l.tcp.Addr().String()); err != nil {
-		l.close()
-		return nil, fmt.Errorf("viewer: QUIC and clock probe socket: %w", err)
+	if l.tcp, l.udp, err = listenMedia(ctx, &lc, s.cfg.Listen); err != nil {
+		return nil, err
 	}
 	l.tr = &quic.Transport{Conn: l.udp}
 	tlsConf := &tls.Config{Certificates: []tls.Certificate{s.cert}, NextProtos: []string{framer.RoQALPN}, MinVersion: tls.VersionTLS13}
@@ -491,6 +488,37 @@ func (s *Server) listen(ctx context.Context) (*listeners, error) {
 		return nil, fmt.Errorf("viewer: HTTP listener: %w", err)
 	}
 	return l, nil
+}
+
+// mediaPortTries bounds the ports listenMedia tries when the kernel picks.
+const mediaPortTries = 8
+
+// listenMedia opens the TCP media listener on addr and the UDP socket (QUIC
+// and the clock probes) on the same port. Given port 0 the kernel picks the
+// TCP port, which another socket may hold on UDP (a QUIC client's, say):
+// then it tries another pick, up to mediaPortTries. A port given is used
+// or refused as it is.
+func listenMedia(ctx context.Context, lc *net.ListenConfig, addr string) (net.Listener, net.PacketConn, error) {
+	tries := 1
+	if _, port, err := net.SplitHostPort(addr); err == nil && (port == "" || port == "0") {
+		tries = mediaPortTries
+	}
+	var err error
+	for range tries {
+		t, terr := lc.Listen(ctx, "tcp", addr)
+		if terr != nil {
+			return nil, nil, fmt.Errorf("viewer: media listener: %w", terr)
+		}
+		u, uerr := lc.ListenPacket(ctx, "udp", t.Addr().String())
+		if uerr == nil {
+			return t, u, nil
+		}
+		t.Close()
+		if err = uerr; !errors.Is(uerr, syscall.EADDRINUSE) {
+			break
+		}
+	}
+	return nil, nil, fmt.Errorf("viewer: QUIC and clock probe socket: %w", err)
 }
 
 // close closes what l holds: the QUIC transport only once every QUIC
