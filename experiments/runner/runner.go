@@ -40,29 +40,8 @@ const Overhead = 3 * time.Second
 // ErrChildExited is wrapped when a workload process ends before its run.
 var ErrChildExited = errors.New("experiments: a workload process exited early")
 
-// Workload is one run's processes: a receiving side started first, a
-// sending side started at the run's time zero, both stopped at its end.
-type Workload interface {
-	// StartReceiver starts the receiving side and returns once it accepts
-	// connections.
-	StartReceiver(ctx context.Context) error
-	// StartSender starts the sending side.
-	StartSender(ctx context.Context) error
-	// Procs returns the processes started so far.
-	Procs() []*proc.Proc
-	// Quiesce tells the sending side, at the end of the window, to stop
-	// writing new data where it can.
-	Quiesce()
-	// Drained reports whether what was written in the window has left the
-	// host, sinceEnd after the window ended.
-	Drained(sinceEnd time.Duration) bool
-	// Live returns the latest source delay p50 in ms (NaN when unknown)
-	// and more of the run's figures, for the progress line.
-	Live() (srcP50 float64, extra string)
-	// Stop ends the sending side, then the receiving side, and returns
-	// what went wrong.
-	Stop() error
-}
+// Workload is one run's processes (workload.Runnable).
+type Workload = workload.Runnable
 
 var (
 	_ Workload = (*workload.Bulk)(nil)

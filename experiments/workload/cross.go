@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"replenish/experiments/emu"
 	"replenish/experiments/proc"
@@ -40,17 +39,6 @@ type Crossed struct {
 // run by the program self.
 func NewCrossed(w Runnable, n int, p *emu.Path, dir, self string) *Crossed {
 	return &Crossed{Runnable: w, n: n, p: p, dir: dir, self: self}
-}
-
-// Runnable is a run's processes as the runner drives them (Bulk, Video).
-type Runnable interface {
-	StartReceiver(ctx context.Context) error
-	StartSender(ctx context.Context) error
-	Procs() []*proc.Proc
-	Quiesce()
-	Drained(sinceEnd time.Duration) bool
-	Live() (srcP50 float64, extra string)
-	Stop() error
 }
 
 func (c *Crossed) addr(i int) string { return fmt.Sprintf("%s:%d", c.p.ReceiverAddr(), CrossPort+i) }

@@ -34,9 +34,35 @@ import (
 	"syscall"
 	"time"
 
+	"replenish/experiments/proc"
 	"replenish/experiments/scenario"
 	"replenish/transport"
 )
+
+// Runnable is one run's processes as the runner drives them (Bulk, Video,
+// Crossed): a receiving side started first, a sending side started at the
+// run's time zero, both stopped at its end.
+type Runnable interface {
+	// StartReceiver starts the receiving side and returns once it accepts
+	// connections.
+	StartReceiver(ctx context.Context) error
+	// StartSender starts the sending side.
+	StartSender(ctx context.Context) error
+	// Procs returns the processes started so far.
+	Procs() []*proc.Proc
+	// Quiesce tells the sending side, at the end of the window, to stop
+	// writing new data where it can.
+	Quiesce()
+	// Drained reports whether what was written in the window has left the
+	// host, sinceEnd after the window ended.
+	Drained(sinceEnd time.Duration) bool
+	// Live returns the latest source delay p50 in ms (NaN when unknown)
+	// and more of the run's figures, for the progress line.
+	Live() (srcP50 float64, extra string)
+	// Stop ends the sending side, then the receiving side, and returns
+	// what went wrong.
+	Stop() error
+}
 
 // Role is the hidden command a workload process runs as.
 type Role string
