@@ -330,10 +330,11 @@ func QueueBytes(r rate.Bitrate, q time.Duration) int {
 }
 
 // EmuConfig returns the emulator's configuration for the path: the
-// bottleneck, its queue, the loss and the jitter in the forward direction, and the RTT
-// split between the two directions' delays. The queue limit is computed
-// from the initial rate and kept when the rate changes. The schedule is
-// not part of it: a run starts it at its own time zero (EmuSchedule).
+// bottleneck, its queue, the loss and the jitter in the forward direction,
+// and the RTT split between the two directions' delays. The queue limit is
+// computed from the initial rate and kept when the rate changes. The
+// schedule is not part of it: a run starts it at its own time zero
+// (EmuSchedule).
 func (p Path) EmuConfig() emu.Config {
 	fwd, rev := emu.SplitRTT(p.RTT)
 	return emu.Config{
