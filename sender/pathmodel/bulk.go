@@ -23,6 +23,6 @@ func Bulk(cfg Config) (float64, error) {
 		}
 		s.dispatch(ev)
 	}
-	u, _, _ := s.utilization()
+	u, _, _, _ := s.utilization()
 	return u, nil
 }

@@ -247,29 +247,25 @@ func (s *sim) dispatch(ev event) {
 // at t to the path. Only first transmissions count toward utilization,
 // and only the stream's (flow 0) toward its counts.
 func (s *sim) bottleneck(t time.Duration, n int, first bool, flow uint8) (start, depart time.Duration, dropped bool) {
-	if flow != 0 {
-		if s.cfg.Path.Loss > 0 && s.crossRng.Float64() < s.cfg.Path.Loss {
-			return 0, 0, true
-		}
-		start, depart, dropped = s.link.send(t, n)
-		if !dropped && first {
-			s.crossUtil.add(depart, n)
-		}
-		return
+	stream := flow == 0
+	rng, util := s.rng, &s.util
+	if !stream {
+		rng, util = s.crossRng, &s.crossUtil
 	}
-	if s.cfg.Path.Loss > 0 && s.rng.Float64() < s.cfg.Path.Loss {
-		s.drops++
-		return 0, 0, true
-	}
-	start, depart, dropped = s.link.send(t, n)
-	if dropped {
-		s.drops++
-		return
-	}
-	if first {
-		s.util.add(depart, n)
+	if s.cfg.Path.Loss > 0 && rng.Float64() < s.cfg.Path.Loss {
+		dropped = true
 	} else {
+		start, depart, dropped = s.link.send(t, n)
+	}
+	switch {
+	case dropped:
+		if stream {
+			s.drops++
+		}
+	case first:
+		util.add(depart, n)
+	case stream:
 		s.retrans++
 	}
-	return
+	return start, depart, dropped
 }

@@ -64,8 +64,7 @@ func (s *sim) result() *Result {
 	r.FPS = float64(received) / (s.cfg.Duration - s.cfg.Warmup).Seconds()
 	first := segFor(segs, s.cfg.Warmup)
 	r.Floor, r.Ser = first.floor, first.ser
-	r.Util, r.RawUtil, r.VideoUtil = s.utilization()
-	r.CrossUtil = s.crossUtilization()
+	r.Util, r.RawUtil, r.VideoUtil, r.CrossUtil = s.utilization()
 	r.Recoveries = s.recoveries(segs)
 	return r
 }
@@ -146,9 +145,9 @@ func (s *sim) fill() float64 {
 // the link rate, and the VP8 bytes of the frames received over that time
 // relative to the link rate: what the experiments report as utilization
 // (goodput over the bottleneck's mean rate), headers and framing not
-// counted.
-func (s *sim) utilization() (rel, raw, video float64) {
-	var used, can, link, vp8 float64
+// counted; and the competing flows' use relative to the link rate.
+func (s *sim) utilization() (rel, raw, video, cross float64) {
+	var used, can, link, vp8, other float64
 	fill := s.fill() * meterBin.Seconds()
 	for t := s.cfg.Warmup; t < s.cfg.Duration; t += meterBin {
 		if s.settling(t) {
@@ -156,6 +155,7 @@ func (s *sim) utilization() (rel, raw, video float64) {
 		}
 		b := s.sched.bits(t, t+meterBin)
 		used += float64(8 * s.util.bytes(t, t+meterBin))
+		other += float64(8 * s.crossUtil.bytes(t, t+meterBin))
 		can += min(b, fill)
 		link += b
 	}
@@ -165,26 +165,9 @@ func (s *sim) utilization() (rel, raw, video float64) {
 		}
 	}
 	if can == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
-	return used / can, used / link, vp8 / link
-}
-
-// crossUtilization returns the competing flows' first transmissions over
-// the link's capacity, over the time utilization counts.
-func (s *sim) crossUtilization() float64 {
-	var used, link float64
-	for t := s.cfg.Warmup; t < s.cfg.Duration; t += meterBin {
-		if s.settling(t) {
-			continue
-		}
-		used += float64(8 * s.crossUtil.bytes(t, t+meterBin))
-		link += s.sched.bits(t, t+meterBin)
-	}
-	if link == 0 {
-		return 0
-	}
-	return used / link
+	return used / can, used / link, vp8 / link, other / link
 }
 
 // stepping says a frame captured at t is within delaySettle after a step.
