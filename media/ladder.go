@@ -77,6 +77,35 @@ func (r Rung) Interval(srcFPS int) time.Duration {
 	return time.Second / time.Duration(fps)
 }
 
+// MaxStretch is how many times its own interval apart the frames of a rung
+// may be spread when the encoder's target is below the rung's Min (see
+// IntervalAt): at the lowest rung, 15 fps down to 5 fps, so that the
+// stream fits a path of about 20 kb/s on the wire.
+const MaxStretch = 3
+
+// IntervalAt returns the time between frames at this rung for a source
+// rendering srcFPS frames per second when the encoder's target is b: the
+// rung's Interval while b is at least its Min; below, that interval
+// stretched by Min/b (at most MaxStretch times) and rounded up to whole
+// source intervals, the times frames can be taken at. Each frame then
+// keeps at least the bits of a frame at Min, and the frame rate falls
+// instead of each frame's quality: a frame below that is mostly the
+// coarsest quantizer's floor (the encoder overshoots its target) and the
+// packet overhead, which is per frame, and its capture-time stamp blurs.
+// It returns 0 for a non-positive srcFPS.
+func (r Rung) IntervalAt(srcFPS int, b rate.Bitrate) time.Duration {
+	d := r.Interval(srcFPS)
+	if d <= 0 || b <= 0 || b >= r.Min {
+		return d
+	}
+	src := time.Second / time.Duration(srcFPS)
+	stretch := min(float64(r.Min)/float64(b), MaxStretch)
+	// The small tolerance keeps an exact multiple (5 fps is six 30 fps
+	// intervals) from rounding up to the next one.
+	n := math.Ceil(float64(d)*stretch/float64(src) - 1e-6)
+	return max(time.Duration(n)*time.Second/time.Duration(srcFPS), d)
+}
+
 // RungOf returns the ladder rung whose size is nearest to sz in pixel count
 // (the smaller one on a tie).
 func RungOf(sz Size) Rung {

@@ -125,6 +125,36 @@ func TestRungRate(t *testing.T) {
 	}
 }
 
+// TestRungIntervalAt checks the frame interval below a rung's Min: spread
+// by Min over the target, in whole source intervals, at most MaxStretch
+// times the rung's own.
+func TestRungIntervalAt(t *testing.T) {
+	low := Rung{FPS: 15, Min: 40 * rate.Kbps}
+	tests := []struct {
+		r    Rung
+		src  int
+		b    rate.Bitrate
+		want time.Duration
+	}{
+		{low, 30, 40 * rate.Kbps, time.Second / 15},     // at Min: the rung's own
+		{low, 30, 100 * rate.Kbps, time.Second / 15},    // above
+		{low, 30, 0, time.Second / 15},                  // unknown
+		{low, 30, 39 * rate.Kbps, 3 * time.Second / 30}, // just below: the next source interval, 10 fps
+		{low, 30, 20 * rate.Kbps, 4 * time.Second / 30}, // half: 7.5 fps
+		{low, 30, 40 * rate.Kbps / 3, time.Second / 5},  // MaxStretch: 5 fps, not rounded past it
+		{low, 30, 5 * rate.Kbps, time.Second / 5},       // capped
+		{low, 25, 30 * rate.Kbps, 3 * time.Second / 25}, // 88.9 ms at 25 fps: three source intervals
+		{low, 10, 30 * rate.Kbps, 2 * time.Second / 10}, // the source below the rung's rate
+		{Rung{Min: 400 * rate.Kbps}, 30, 200 * rate.Kbps, 2 * time.Second / 30},
+		{low, 0, 20 * rate.Kbps, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.r.IntervalAt(tt.src, tt.b); got != tt.want {
+			t.Errorf("%+v.IntervalAt(%d, %v) = %v, want %v", tt.r, tt.src, tt.b, got, tt.want)
+		}
+	}
+}
+
 func TestRungFor(t *testing.T) {
 	tests := []struct {
 		max  Size

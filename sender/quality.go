@@ -512,9 +512,24 @@ func (c *Controller) Update(o Observation) Decision {
 		// written, and the shortfall left in them keeps queues short.
 		video = video.Scale(1 / min(max(c.outRatio, makeUpLow), 1))
 	}
-	b := min(max(c.clamp(video), r.Min), r.Max)
+	// Below the lowest rung's Min the frame rate falls instead
+	// (media.Rung.IntervalAt): the sender spreads the frames so that
+	// each keeps a frame's bits at Min.
+	lo := r.Min
+	if c.rung == 0 {
+		lo = 0
+	}
+	b := min(max(c.clamp(video), lo), r.Max)
 	c.prevBits = b
 	return Decision{Bitrate: b, Rung: r, RungChanged: changed}
+}
+
+// Interval returns the time between frames the last decision asks for
+// from a source rendering srcFPS frames per second: its rung's interval,
+// spread below the lowest rung's Min (media.Rung.IntervalAt); before the
+// first decision, the starting rung's.
+func (c *Controller) Interval(srcFPS int) time.Duration {
+	return c.ladder[c.rung].IntervalAt(srcFPS, c.prevBits)
 }
 
 // account takes in what the previous frame cost: the overhead of packets
@@ -1215,7 +1230,10 @@ func (c *Controller) startRung(b rate.Bitrate) int {
 	return i
 }
 
+// clamp bounds a rate to what the ladder can send: from the lowest rung's
+// Min at its fewest frames a second (media.MaxStretch) to the top rung's
+// Max.
 func (c *Controller) clamp(b rate.Bitrate) rate.Bitrate {
-	lo, hi := c.ladder[0].Min, c.ladder[len(c.ladder)-1].Max
+	lo, hi := c.ladder[0].Min/media.MaxStretch, c.ladder[len(c.ladder)-1].Max
 	return min(max(b, lo), hi)
 }

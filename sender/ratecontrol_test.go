@@ -107,6 +107,17 @@ func limitsFor(name string, p pathmodel.Path) limit {
 		}
 		l.relax(low)
 	}
+	// Below the lowest rung's Min the frames are spread instead
+	// (media.Rung.IntervalAt): each keeps about 450 bytes on the wire, 90
+	// to 120 ms of a 30 to 40 kb/s link. The delay signal's grain is one
+	// such frame (one ACK, one RTT sample), so a probe's overshoot shows
+	// a frame or more late, and a frame a fifth above the median (the
+	// size noise and the temporal layers) adds a fifth of one to the
+	// floor, which counts the median's.
+	if lowest < 50*rate.Kbps {
+		frame := lowest.Duration(450)
+		l.relax(limit{p95: frame, why: []string{fmt.Sprintf("below the lowest rung's Min: a frame is %v of the link, the signal's grain (shortfall)", frame.Round(time.Millisecond))}})
+	}
 	if s, ok := shortfalls[name]; ok {
 		l.relax(s)
 	}
@@ -161,7 +172,8 @@ var shortfalls = map[string]limit{
 // matrix returns the paths the controller is checked on: every rate with
 // every round trip, with both congestion controls and a spread of buffer
 // depths; rate halvings and doublings; round trip steps; paths drawn at
-// random with a fixed seed; and paths with jitter.
+// random with a fixed seed; paths with jitter; and paths slower than the
+// lowest rung.
 func matrix() []pathCase {
 	rates := []rate.Bitrate{100 * rate.Kbps, 300 * rate.Kbps, 500 * rate.Kbps, 1 * rate.Mbps, 2 * rate.Mbps,
 		5 * rate.Mbps, 10 * rate.Mbps, 20 * rate.Mbps, 50 * rate.Mbps}
@@ -227,6 +239,18 @@ func matrix() []pathCase {
 		}{{500 * rate.Kbps, 80, 20}, {2 * rate.Mbps, 20, 10}, {10 * rate.Mbps, 80, 20}} {
 			p := pathmodel.Path{Rate: j.r, RTT: j.rtt * time.Millisecond, Queue: 200 * time.Millisecond, CC: cc, Jitter: j.jit * time.Millisecond}
 			add(fmt.Sprintf("%v,%s,%v,jitter%v", cc, short(j.r), p.RTT, p.Jitter), p)
+		}
+	}
+	// Paths slower than the lowest rung at its own frame rate (about
+	// 58 kb/s on the wire at its Min), where the frame rate falls
+	// (media.Rung.IntervalAt), in a buffer of eight packets (3.2 s at
+	// 30 kb/s).
+	for _, cc := range []pathmodel.CC{pathmodel.Cubic, pathmodel.BBR} {
+		for _, r := range []rate.Bitrate{30 * rate.Kbps, 40 * rate.Kbps} {
+			for _, rtt := range []time.Duration{20, 172} {
+				p := pathmodel.Path{Rate: r, RTT: rtt * time.Millisecond, Queue: minQueue(r), CC: cc}
+				add(fmt.Sprintf("%v,%s,%v,below-rung", cc, short(r), p.RTT), p)
+			}
 		}
 	}
 	return cs

@@ -300,7 +300,7 @@ func (s *Sender) Run(ctx context.Context, t Transport) error {
 			return err
 		}
 		waited := time.Since(waitFrom)
-		interval := s.ctrl.Rung().Interval(s.cfg.FPS)
+		interval := s.ctrl.Interval(s.cfg.FPS)
 		var notBefore time.Time
 		if !first {
 			// Half a source interval early, so that the source's
@@ -391,8 +391,12 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	}
 	key := s.takeKeyframe(now)
 	// One frame interval's worth of bits, whatever the gap since the last
-	// frame taken (see vpx.Encoder.Encode).
+	// frame taken (see vpx.Encoder.Encode). A frame rendered before a rung
+	// change has its own rung's interval.
 	f.Interval = media.RungOf(f.Size).Interval(s.cfg.FPS)
+	if f.Size == d.Rung.Size {
+		f.Interval = s.ctrl.Interval(s.cfg.FPS)
+	}
 	ef, err := s.enc.Encode(f, key)
 	capture := f.Capture
 	s.cfg.Source.Release(f)

@@ -385,6 +385,40 @@ func TestRungFrameRate(t *testing.T) {
 	})
 }
 
+// TestFramesSpreadBelowMin starts at a target below the lowest rung's
+// Min: the sender takes frames further apart (media.Rung.IntervalAt, at the
+// ladder's floor five a second) and the encoder spends each one's interval,
+// so that a frame keeps the bits of one at Min.
+func TestFramesSpreadBelowMin(t *testing.T) {
+	low := media.Ladder[0]
+	floor := low.Min / media.MaxStretch
+	bubble(t, Config{MaxSize: low.Size, Start: floor / 2}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		want := low.IntervalAt(30, floor)
+		if want != time.Second/5 {
+			t.Fatalf("interval at %v: %v, want 200ms", floor, want)
+		}
+		for range 10 {
+			f.invite <- transport.Invitation{}
+			synctest.Wait()
+		}
+		time.Sleep(want) // the last invitation waits for its frame
+		synctest.Wait()
+		frames, _ := f.frames(t)
+		if len(frames) != 10 {
+			t.Fatalf("%d frames for 10 invitations", len(frames))
+		}
+		size := fakecodec.FrameLen(floor, int(time.Second/want), false)
+		for i := 1; i < len(frames); i++ {
+			if gap := frames[i].Capture.Sub(frames[i-1].Capture); gap < want-time.Millisecond || gap > want+time.Millisecond {
+				t.Errorf("frames %d and %d captured %v apart, want %v", i-1, i, gap, want)
+			}
+			if n := len(frames[i].Data); !frames[i].Key && n != size {
+				t.Errorf("frame %d: %d bytes, want %d (%v over %v)", i, n, size, floor, want)
+			}
+		}
+	})
+}
+
 // With temporal layers each frame's layer reaches the wire in its payload
 // descriptor, in the encoder's pattern, which a keyframe restarts; without
 // them frames carry none.

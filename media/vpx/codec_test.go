@@ -28,6 +28,28 @@ func TestStampThroughCodec(t *testing.T) {
 	}
 }
 
+// TestStampAtFewestFrames encodes the lowest rung at its fewest frames a
+// second (media.MaxStretch) and its lowest bitrate there, Min over the
+// stretch, with and without temporal layers, and requires every stamp to
+// read back: each frame keeps the bits of a frame at Min
+// (media.Rung.IntervalAt).
+func TestStampAtFewestFrames(t *testing.T) {
+	r := media.Ladder[0]
+	fps := r.Rate(30) / media.MaxStretch
+	b := r.Min / media.MaxStretch
+	for _, mode := range []media.Scalability{media.L1T1, media.L1T3} {
+		t.Run(mode.String(), func(t *testing.T) {
+			res := encodeRun(t, runConfig{size: r.Size, bitrate: b, frames: 60, fps: fps, keyEvery: 20, layers: mode})
+			if res.misreads != 0 {
+				t.Fatalf("%d of %d stamps misread at %v and %d fps; first: %s", res.misreads, len(res.bytes), b, fps, res.firstBad)
+			}
+			if got := res.rate(10, fps); got > b*11/10 {
+				t.Errorf("output %v at target %v and %d fps", got, b, fps)
+			}
+		})
+	}
+}
+
 // TestStampThroughKeyframes forces a keyframe every 10 frames at each rung's
 // Min bitrate and frame rate, where keyframes are capped hardest, and
 // requires every stamp to read back.

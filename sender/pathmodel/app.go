@@ -123,13 +123,13 @@ func (s *sim) checkInvite(now time.Duration) {
 	s.tryTake(now)
 }
 
-// notBefore returns the earliest capture time the rung's frame rate lets
-// the sender take.
+// notBefore returns the earliest capture time the frame rate the sender
+// last chose lets it take.
 func (s *sim) notBefore() time.Duration {
 	if s.lastTaken < 0 {
 		return 0
 	}
-	return s.capture(s.lastTaken) + s.rung.Interval(s.cfg.FPS) - s.srcInterval/2
+	return s.capture(s.lastTaken) + s.interval - s.srcInterval/2
 }
 
 func (s *sim) tryTake(now time.Duration) {

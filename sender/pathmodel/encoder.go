@@ -93,10 +93,11 @@ func (m EncoderModel) withDefaults() EncoderModel {
 // encoder is the model's VP8 encoder: rate control that follows its target
 // (down at once, up mostly at once and the rest over about a second), never
 // above the rung's saturation; frames never smaller than the coarsest
-// quantizer makes them; frame sizes by temporal layer, with noise; each
-// frame one interval of the rung's frame rate long whatever the gap before
-// it, as the sender tells libvpx (vpx.Encoder.Encode); keyframes at the
-// start, on request and on a size change.
+// quantizer makes them at the rung's own frame rate; frame sizes by
+// temporal layer, with noise; each frame the interval the sender tells it
+// long whatever the gap before it, as the sender tells libvpx
+// (vpx.Encoder.Encode); keyframes at the start, on request and on a size
+// change.
 type encoder struct {
 	m       EncoderModel
 	rng     *rand.Rand
@@ -112,12 +113,12 @@ type encoder struct {
 // setBitrate sets the target, as Encoder.SetBitrate does.
 func (e *encoder) setBitrate(b rate.Bitrate) { e.target = b }
 
-// encode returns the encoded size in bytes of a frame at rung r, whether
-// it is a keyframe, and how long the encode takes.
-func (e *encoder) encode(r media.Rung, forceKey bool) (int, bool, time.Duration) {
+// encode returns the encoded size in bytes of a frame at rung r that
+// stands for d of the stream (the interval the sender tells the encoder),
+// whether it is a keyframe, and how long the encode takes.
+func (e *encoder) encode(r media.Rung, d time.Duration, forceKey bool) (int, bool, time.Duration) {
 	reinit := !e.started || r.Size != e.size
 	key := forceKey || reinit
-	d := r.Interval(e.srcFPS)
 	goal := min(float64(e.target), float64(e.m.Saturation(r)))
 	if reinit {
 		e.goal, e.slack = goal, 0

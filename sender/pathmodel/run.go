@@ -211,6 +211,7 @@ func newSim(cfg Config) *sim {
 	s.enc = encoder{m: cfg.Encoder, rng: rand.New(rand.NewPCG(cfg.Seed, 0xe2c)), srcFPS: cfg.FPS}
 	s.ctrl = cfg.NewController(cfg.Ladder, cfg.Start)
 	s.rung = s.ctrl.Rung()
+	s.interval = s.rung.Interval(cfg.FPS)
 	s.latestRung = s.rung
 	s.srcInterval = time.Second / time.Duration(cfg.FPS)
 	s.phase = time.Duration(s.rng.Int64N(int64(s.srcInterval)))

@@ -29,6 +29,7 @@ type sim struct {
 	latest      int64         // the newest picture rendered; -1 before the first
 	latestRung  media.Rung    // the rung it was rendered at
 	rung        media.Rung    // the rung the sender last chose
+	interval    time.Duration // and the time between frames it asked for
 	lastTaken   int64
 	lastWrite   time.Duration // when the last frame was written
 	lastReport  time.Duration // when the last timing report was written
@@ -74,7 +75,7 @@ func (s *sim) take(now time.Duration) {
 	k := s.latest
 	skipped, late := 0, 0
 	if s.lastTaken >= 0 {
-		interval := s.rung.Interval(s.cfg.FPS)
+		interval := s.interval
 		skipped = sender.SkippedFrames(s.capture(k)-s.capture(s.lastTaken), interval)
 		late = min(skipped, int((s.inv.at-s.lastWrite)/interval))
 	}
@@ -87,12 +88,18 @@ func (s *sim) take(now time.Duration) {
 	if s.cfg.Trace != nil {
 		s.cfg.Trace(o, d)
 	}
-	s.rung = d.Rung
+	s.rung, s.interval = d.Rung, d.Rung.IntervalAt(s.cfg.FPS, d.Bitrate)
 	if cur := s.enc.target; cur <= 0 || d.Bitrate < cur.Scale(1-bitrateStep) || d.Bitrate > cur.Scale(1+bitrateStep) {
 		s.enc.setBitrate(d.Bitrate)
 	}
 	forceKey := s.keyReq && (!s.hasKey || now-s.lastKey >= minKeyGap)
-	n, key, et := s.enc.encode(s.latestRung, forceKey)
+	// A picture rendered before a rung change is one interval of its own
+	// rung (as the sender tells the encoder).
+	frameInterval := s.latestRung.Interval(s.cfg.FPS)
+	if s.latestRung.Size == d.Rung.Size {
+		frameInterval = s.interval
+	}
+	n, key, et := s.enc.encode(s.latestRung, frameInterval, forceKey)
 	if key {
 		s.keyReq, s.hasKey, s.lastKey = false, true, now+et
 	}
