@@ -188,7 +188,8 @@ func TestScenarioFiles(t *testing.T) {
 }
 
 // TestSweepAndTransportsFiles checks that sweep.txt, transports.txt,
-// faults.txt, jitter.txt and cross.txt hold the runs their headers
+// faults.txt, jitter.txt, cross.txt and lowrate.txt hold the runs their
+// headers
 // describe, and that the time each header states covers their runs.
 func TestSweepAndTransportsFiles(t *testing.T) {
 	for _, tc := range []struct {
@@ -201,6 +202,7 @@ func TestSweepAndTransportsFiles(t *testing.T) {
 		{"faults.txt", 4, checkFaults},
 		{"jitter.txt", 20, checkJitter},
 		{"cross.txt", 16, checkCross},
+		{"lowrate.txt", 14, checkLowRate},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("..", "scenarios", tc.file)
@@ -331,6 +333,31 @@ func checkCross(t *testing.T, specs []Run) {
 			if !got[p+"-"+k] {
 				t.Errorf("cross.txt lacks %s-%s", p, k)
 			}
+		}
+	}
+}
+
+// checkLowRate checks lowrate.txt: every path slower than the lowest rung
+// at its own frame rate, TCP and QUIC with SBM and TCP without on every
+// CUBIC path, and BBR with SBM at 30 kb/s.
+func checkLowRate(t *testing.T, specs []Run) {
+	got := map[string]bool{}
+	for _, s := range specs {
+		if s.Workload.Kind != KindVideo || s.Path.Rate >= 58*rate.Kbps {
+			t.Errorf("%s: want video below 58 kb/s", s.ID())
+		}
+		got[FormatRate(s.Path.Rate)+"-"+fmtDur(s.Path.RTT)+"-"+s.Path.CC+"-"+s.TransportName()+"-"+s.ModeName()] = true
+	}
+	for _, p := range []string{"30kbit-20ms", "30kbit-172ms", "40kbit-20ms", "40kbit-172ms"} {
+		for _, k := range []string{"cubic-tcp-replenish=15ms", "cubic-quic-replenish=15ms", "cubic-tcp-default"} {
+			if !got[p+"-"+k] {
+				t.Errorf("lowrate.txt lacks %s-%s", p, k)
+			}
+		}
+	}
+	for _, p := range []string{"30kbit-20ms", "30kbit-172ms"} {
+		if !got[p+"-bbr-tcp-replenish=15ms"] {
+			t.Errorf("lowrate.txt lacks %s-bbr-tcp-replenish=15ms", p)
 		}
 	}
 }
