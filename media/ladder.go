@@ -59,24 +59,37 @@ func (r Rung) Default() rate.Bitrate {
 }
 
 // Rate returns the frame rate at this rung for a source rendering srcFPS
-// frames per second: the rung's FPS if it has one below srcFPS, else
-// srcFPS.
+// frames per second, rounded down: the source's rate over the whole
+// number of source intervals between frames (see Interval).
 func (r Rung) Rate(srcFPS int) int {
-	if r.FPS > 0 && r.FPS < srcFPS {
-		return r.FPS
+	if srcFPS <= 0 {
+		return 0
 	}
-	return srcFPS
+	return srcFPS / r.ticks(srcFPS)
+}
+
+// ticks returns how many source intervals apart the rung takes frames: a
+// picture can only be taken when the source renders one, so the rung's
+// FPS cap is rounded up to whole intervals (15 fps is every other frame
+// at 30 fps, every frame but also every other at 20 fps: 10 fps).
+func (r Rung) ticks(srcFPS int) int {
+	if r.FPS <= 0 || r.FPS >= srcFPS {
+		return 1
+	}
+	return (srcFPS + r.FPS - 1) / r.FPS
 }
 
 // Interval returns the time between two frames at this rung for a source
-// rendering srcFPS frames per second (see Rate). It returns 0 for a
-// non-positive srcFPS.
+// rendering srcFPS frames per second: one source interval, or whole ones
+// up to the rung's FPS cap. A cap taken as is would not match the frames
+// taken (at 15 fps from 20 fps, a frame every 66.7 ms is one every
+// 50 ms) and the encoder, told each frame's interval, would miss its
+// target by the difference. It returns 0 for a non-positive srcFPS.
 func (r Rung) Interval(srcFPS int) time.Duration {
-	fps := r.Rate(srcFPS)
-	if fps <= 0 {
+	if srcFPS <= 0 {
 		return 0
 	}
-	return time.Second / time.Duration(fps)
+	return time.Duration(r.ticks(srcFPS)) * time.Second / time.Duration(srcFPS)
 }
 
 // MaxStretch is how many times its own interval apart the frames of a rung

@@ -102,6 +102,8 @@ func TestLadder(t *testing.T) {
 	}
 }
 
+// TestRungRate checks a rung's frame rate and interval against the
+// source's.
 func TestRungRate(t *testing.T) {
 	tests := []struct {
 		r      Rung
@@ -114,6 +116,13 @@ func TestRungRate(t *testing.T) {
 		{Rung{}, 30, 30, time.Second / 30},
 		{Rung{FPS: 30}, 30, 30, time.Second / 30},
 		{Rung{FPS: 15}, 0, 0, 0},
+		// The cap in whole source intervals: a frame can only be taken
+		// when the source renders one.
+		{Rung{FPS: 15}, 20, 10, time.Second / 10},
+		{Rung{FPS: 15}, 25, 12, 2 * time.Second / 25},
+		{Rung{FPS: 15}, 24, 12, 2 * time.Second / 24},
+		{Rung{FPS: 15}, 60, 15, 4 * time.Second / 60},
+		{Rung{FPS: 15}, 16, 8, 2 * time.Second / 16},
 	}
 	for _, tt := range tests {
 		if got := tt.r.Rate(tt.src); got != tt.rate {
