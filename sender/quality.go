@@ -226,7 +226,12 @@ func (p phase) String() string {
 // (see lossMeter). A standing excess that shiftCuts cuts over shiftTime and
 // shiftFb feedback delays did not halve is not the stream's own (a longer
 // route, another flow's queue): the base moves up to it rather than starve
-// the stream, and the capacity those cuts lowered is taken back. Frames
+// the stream, and the capacity those cuts lowered is taken back. Once it
+// has moved, cuts the queue does not answer are undone (see answered):
+// beside a CUBIC download each of its cycles drew a series, each taking
+// the capacity from a drain rate that measured only the stream's share,
+// and the stream kept 5 to 7% of a 2 Mb/s path in the path model (11 to
+// 15% with the undo). Frames
 // skipped while waiting for invitations
 // (Observation.Late; not those a slow encode skipped) at more than skipHigh
 // of the frames without a queue mean the transport is the limit (BBR paces
@@ -333,6 +338,8 @@ type Controller struct {
 	firstCap  rate.Bitrate // the capacity and ceiling before the series' first cut
 	firstCeil rate.Bitrate
 	firstSent rate.Bitrate // the rate sent when it came
+	ans       answer       // the first cut since the last was judged, until its queue shows (see answered)
+	foreign   time.Time    // until when the excess is another flow's queue: no cut (see answered)
 	// congestedOnce says a congestion cut came; startQueue, that the
 	// first one's queue (the start's) has not drained since.
 	congestedOnce, startQueue bool
@@ -665,17 +672,19 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 		c.cuts = 0 // the queue drained: a series of cuts without effect ends
 		c.startQueue = false
 	}
+	c.answered(o, excess)
 	slope := c.slope(o.Now)
-	keyed := o.Now.Before(c.keyUntil)
+	// A keyframe's queue is paid back, another flow's not the stream's.
+	quiet := o.Now.Before(c.keyUntil) || o.Now.Before(c.foreign)
 	plan := c.plan.state(o.Now, excess, c.fb+planLag)
 	switch {
 	case !lossy && plan == planDrained:
 		c.grow(o, dt) // the queue is gone; the signal shows it a feedback delay late
-	case !keyed && plan != planDraining && (excess > c.high || (slope > slopeHigh && excess > c.low)):
+	case !quiet && plan != planDraining && (excess > c.high || (slope > slopeHigh && excess > c.low)):
 		c.congested(o, excess, slope)
-	case !keyed && lossy && o.Now.Sub(c.lastCut) >= c.fb:
+	case !quiet && lossy && o.Now.Sub(c.lastCut) >= c.fb:
 		c.lossCut(o)
-	case !keyed && c.skips > skipHigh:
+	case !quiet && c.skips > skipHigh:
 		c.transportLimited(o)
 	case excess < c.low || (c.phase == recovering && excess < c.high):
 		c.grow(o, dt)
@@ -686,6 +695,48 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 		// The window's losses came from the load before the cut.
 		c.loss.from = later(c.loss.from, o.Now.Add(c.fb))
 	}
+}
+
+// answer is the state before a cut, kept until its queue shows whether the
+// cut answered it.
+type answer struct {
+	at                      time.Time
+	q                       time.Duration
+	capacity, ceiling, rate rate.Bitrate
+}
+
+// await keeps the state before a cut for answered, unless an earlier cut
+// awaits its judgement.
+func (c *Controller) await(now time.Time, excess time.Duration) {
+	if c.ans.at.IsZero() {
+		c.ans = answer{at: now, q: excess, capacity: c.capacity, ceiling: c.ceiling, rate: c.rate}
+	}
+}
+
+// answered judges a cut, and those after it before the judgement, a
+// feedback delay and half drainTime after the first: a queue of the
+// stream's own falls once it sends below the capacity, while one that is
+// above the band and higher than at the cut, with the path draining what
+// the stream sent (the rate sent since within overDrain of the drain
+// rate), is another flow's. The cuts are then undone (the capacity,
+// ceiling and rate from before the first come back) and none follows for
+// shiftTime or two feedback delays. Only once the base has moved (see
+// shifted): before, a halving's queue is not answered by a cut too shallow
+// either, and the drain rate's windowed maximum still remembers the faster
+// path (TestRateControlOnPaths' halvings took 4 to 12 s to recover).
+func (c *Controller) answered(o Observation, excess time.Duration) {
+	if c.ans.at.IsZero() || o.Now.Sub(c.ans.at) < c.fb+drainTime/2 {
+		return
+	}
+	a := c.ans
+	c.ans = answer{}
+	sent := c.sentRate(a.at, o.Now)
+	if c.shift <= 0 || excess <= a.q || excess <= c.high || sent <= 0 || measured(o) <= 0 || sent.Scale(1/overDrain) > measured(o) {
+		return
+	}
+	c.capacity, c.ceiling = max(c.capacity, a.capacity), max(c.ceiling, a.ceiling)
+	c.rate = max(c.rate, min(a.rate, c.capacity.Scale(cruiseGain)))
+	c.foreign = o.Now.Add(max(shiftTime, 2*c.fb))
 }
 
 // feedback returns the delay before a change of rate shows in the smoothed
@@ -1014,6 +1065,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 		// delay ago (at the start, the first frames' overshoot).
 		est = min(est, c.capacity)
 	}
+	c.await(o.Now, excess)
 	c.ceiling, c.capacity, c.loss.capped = est, est, false
 	c.noteShown(o.Now)
 	c.rate = min(c.rate, est.Scale(f))
