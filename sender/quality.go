@@ -231,7 +231,7 @@ func (p phase) String() string {
 // beside a CUBIC download each of its cycles drew a series, each taking
 // the capacity from a drain rate that measured only the stream's share,
 // and the stream kept 5 to 7% of a 2 Mb/s path in the path model (11 to
-// 15% with the undo). Frames
+// 27% with the undo). Frames
 // skipped while waiting for invitations
 // (Observation.Late; not those a slow encode skipped) at more than skipHigh
 // of the frames without a queue mean the transport is the limit (BBR paces
