@@ -71,7 +71,7 @@ func (r Rung) Rate(srcFPS int) int {
 // ticks returns how many source intervals apart the rung takes frames: a
 // picture can only be taken when the source renders one, so the rung's
 // FPS cap is rounded up to whole intervals (15 fps is every other frame
-// at 30 fps, every frame but also every other at 20 fps: 10 fps).
+// at 30 fps, and every other at 20 fps too: 10 fps).
 func (r Rung) ticks(srcFPS int) int {
 	if r.FPS <= 0 || r.FPS >= srcFPS {
 		return 1
@@ -104,10 +104,10 @@ const MaxStretch = 3
 // stretched by Min/b (at most MaxStretch times) and rounded up to whole
 // source intervals, the times frames can be taken at. Each frame then
 // keeps at least the bits of a frame at Min, and the frame rate falls
-// instead of each frame's quality: a frame below that is mostly the
-// coarsest quantizer's floor (the encoder overshoots its target) and the
-// packet overhead, which is per frame, and its capture-time stamp blurs.
-// It returns 0 for a non-positive srcFPS.
+// instead of each frame's size: a smaller frame would be mostly packet
+// overhead, which is per frame, and the coarsest quantizer's floor, where
+// the encoder overshoots its target. It returns 0 for a non-positive
+// srcFPS.
 func (r Rung) IntervalAt(srcFPS int, b rate.Bitrate) time.Duration {
 	d := r.Interval(srcFPS)
 	if d <= 0 || b <= 0 || b >= r.Min {

@@ -94,10 +94,9 @@ func (m EncoderModel) withDefaults() EncoderModel {
 // (down at once, up mostly at once and the rest over about a second), never
 // above the rung's saturation; frames never smaller than the coarsest
 // quantizer makes them at the rung's own frame rate; frame sizes by
-// temporal layer, with noise; each frame the interval the sender tells it
-// long whatever the gap before it, as the sender tells libvpx
-// (vpx.Encoder.Encode); keyframes at the start, on request and on a size
-// change.
+// temporal layer, with noise; each frame as long as the interval the
+// sender tells it, whatever the gap before it (vpx.Encoder.Encode);
+// keyframes at the start, on request and on a size change.
 type encoder struct {
 	m       EncoderModel
 	rng     *rand.Rand
