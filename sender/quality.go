@@ -723,7 +723,7 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // shiftTime or two feedback delays. Only once the base has moved (see
 // shifted): before, a halving's queue is not answered by a cut too shallow
 // either, and the drain rate's windowed maximum still remembers the faster
-// path (TestRateControlOnPaths' halvings took 4 to 12 s to recover).
+// path (TestRateControlOnPaths' halvings took 3.5 to 12 s to recover).
 func (c *Controller) answered(o Observation, excess time.Duration) {
 	if c.ans.at.IsZero() || o.Now.Sub(c.ans.at) < c.fb+drainTime/2 {
 		return
