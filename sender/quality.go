@@ -443,6 +443,18 @@ type Decision struct {
 	RungChanged bool
 }
 
+// FrameInterval returns how long a frame rendered at rung frame stands
+// for under this decision, the interval the encoder is told: the
+// decision's own (its rung's, spread below the lowest rung's Min:
+// media.Rung.IntervalAt) if the frame is at its rung, and a frame rendered
+// before a rung change its own rung's.
+func (d Decision) FrameInterval(frame media.Rung, srcFPS int) time.Duration {
+	if frame.Size != d.Rung.Size {
+		return frame.Interval(srcFPS)
+	}
+	return d.Rung.IntervalAt(srcFPS, d.Bitrate)
+}
+
 // NewController returns a controller over ladder (ascending, non-empty) that
 // starts at the given bitrate, clamped to the ladder's range.
 func NewController(ladder []media.Rung, start rate.Bitrate) *Controller {

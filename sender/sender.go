@@ -391,12 +391,8 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	}
 	key := s.takeKeyframe(now)
 	// One frame interval's worth of bits, whatever the gap since the last
-	// frame taken (see vpx.Encoder.Encode). A frame rendered before a rung
-	// change has its own rung's interval.
-	f.Interval = media.RungOf(f.Size).Interval(s.cfg.FPS)
-	if f.Size == d.Rung.Size {
-		f.Interval = s.ctrl.Interval(s.cfg.FPS)
-	}
+	// frame taken (see vpx.Encoder.Encode).
+	f.Interval = d.FrameInterval(media.RungOf(f.Size), s.cfg.FPS)
 	ef, err := s.enc.Encode(f, key)
 	capture := f.Capture
 	s.cfg.Source.Release(f)

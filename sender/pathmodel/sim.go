@@ -93,13 +93,7 @@ func (s *sim) take(now time.Duration) {
 		s.enc.setBitrate(d.Bitrate)
 	}
 	forceKey := s.keyReq && (!s.hasKey || now-s.lastKey >= minKeyGap)
-	// A picture rendered before a rung change is one interval of its own
-	// rung (as the sender tells the encoder).
-	frameInterval := s.latestRung.Interval(s.cfg.FPS)
-	if s.latestRung.Size == d.Rung.Size {
-		frameInterval = s.interval
-	}
-	n, key, et := s.enc.encode(s.latestRung, frameInterval, forceKey)
+	n, key, et := s.enc.encode(s.latestRung, d.FrameInterval(s.latestRung, s.cfg.FPS), forceKey)
 	if key {
 		s.keyReq, s.hasKey, s.lastKey = false, true, now+et
 	}
