@@ -742,8 +742,10 @@ func (c *Controller) answered(o Observation, excess time.Duration) {
 	}
 	a := c.ans
 	c.ans = answer{}
-	sent := c.sentRate(a.at, o.Now)
-	if c.shift <= 0 || excess <= a.q || excess <= c.high || sent <= 0 || measured(o) <= 0 || sent.Scale(1/overDrain) > measured(o) {
+	grown := excess > a.q && excess > c.high
+	sent, drained := c.sentRate(a.at, o.Now), measured(o)
+	carried := sent > 0 && drained > 0 && sent.Scale(1/overDrain) <= drained
+	if c.shift <= 0 || !grown || !carried {
 		return
 	}
 	c.capacity, c.ceiling = max(c.capacity, a.capacity), max(c.ceiling, a.ceiling)
