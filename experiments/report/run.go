@@ -122,8 +122,9 @@ type Run struct {
 	IdleFraction *float64           `json:"idle_fraction,omitempty"`
 	RungFraction map[string]float64 `json:"rung_fraction,omitempty"` // share of the window's frames at each resolution ("640x360")
 	// FloorMs is the one-way delay plus the median frame's serialization
-	// at the bottleneck plus the median encode, on the path as it is at
-	// the window's start.
+	// at the bottleneck (its packets, headers included, where the link's
+	// bytes are the stream's alone) plus the median encode, on the path as
+	// it is at the window's start.
 	FloorMs *float64 `json:"floor_ms,omitempty"`
 	// OverFloorMs is, over the frames of CaptureToReceivedMs, each
 	// frame's capture to received less the floor on the path when it was

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"replenish/experiments/emu"
+	"replenish/experiments/report"
 	"replenish/experiments/scenario"
 	"replenish/rate"
 	"replenish/records"
@@ -74,6 +75,29 @@ func TestSweepFieldsOfVideo(t *testing.T) {
 	if d := r.DrainRatio; d == nil || d.N != 192 || !near(d.P50, 1, 1e-4) || !near(d.P95, 1.1/0.9, 1e-4) {
 		t.Errorf("drain ratio %+v, want 1 and 1.22 against the payload's share of the rate", d)
 	}
+	floorNote := func(r report.Run) bool {
+		return slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "floor_ms") })
+	}
+	if !near(*r.FloorMs, 63, 1e-9) || floorNote(r) {
+		t.Errorf("floor %v ms (notes %q), want 63: 4500 B written a frame are 5000 B of packets", *r.FloorMs, r.Notes)
+	}
+	// A frame's serialization counts its packets' headers: 5400 B
+	// written a frame (1.296 Mb/s) where the link delivered 1.6 Mb/s are
+	// 6667 B of packets, 53.3 ms at 1 Mb/s.
+	for i := range v.Frames {
+		v.Frames[i].Written = 5400
+	}
+	in.Final.Forward.Total.Bytes = 1_600_000
+	if w, _ := summarizeVideo(in, v); !near(*w.FloorMs, 20+53.333+3, 1e-3) || floorNote(w) {
+		t.Errorf("floor %v ms (notes %q), want 76.33 with the headers", *w.FloorMs, w.Notes)
+	}
+	// Beside a competing flow the link's bytes are not all the stream's:
+	// the bytes written, 43.2 ms, with a note.
+	in.Spec.Cross = 1
+	if w, _ := summarizeVideo(in, v); !near(*w.FloorMs, 20+43.2+3, 1e-9) || !floorNote(w) {
+		t.Errorf("floor %v ms (notes %q) beside a competing flow, want 66.2 and a note", *w.FloorMs, w.Notes)
+	}
+	in.Spec.Cross = 0
 	if r.IdleFraction != nil || r.RecoveryS != nil {
 		t.Errorf("idle fraction %v and recoveries %v without idle spans or a schedule", r.IdleFraction, r.RecoveryS)
 	}
