@@ -51,6 +51,7 @@ type Flags struct {
 	Browser    bool
 	Cross      int
 	MaxRes     string
+	FPS        int
 	Bitrate    string
 	Scenario   string
 	// The page's leg (PageLeg): without PageRate the page, if any, sees
@@ -96,6 +97,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.Cross, "cross", f.Cross, "video: `flows` of competing traffic sharing the path for the whole run (bulk TCP, 64 KiB writes, no SBM, the path's congestion control), 0 to 4")
 	fs.BoolVar(&f.Browser, "browser", f.Browser, "video: also measure capture to displayed in headless Chromium")
 	fs.StringVar(&f.MaxRes, "max-res", f.MaxRes, "video: largest resolution `WxH` the sender may send (default the sender's)")
+	fs.IntVar(&f.FPS, "fps", f.FPS, "video: the source's frame `rate` in frames per second, 1 to 120 (default the sender's, 30)")
 	fs.StringVar(&f.Bitrate, "bitrate", f.Bitrate, "video: the sender's starting target `rate`, where default and lowat modes, which give it no view of the path, stay (default: the bottleneck rate)")
 	fs.StringVar(&f.Scenario, "scenario", f.Scenario, "`title` of the table these runs form (default: made from the workload and the path)")
 	fs.StringVar(&f.PageRate, "page-rate", f.PageRate, "video: put the page (headless Chromium; implies --browser) behind a leg of its own from the viewer, with this bottleneck `rate`")
@@ -164,8 +166,11 @@ func (f Flags) proto() (Run, error) {
 			return Run{}, fmt.Errorf("%w: --bitrate %q: want a rate from %v to %v", ErrSpec, f.Bitrate, minVideoBitrate, maxVideoBitrate)
 		}
 	}
-	if w.Kind != KindVideo && (f.Browser || f.MaxRes != "" || f.Bitrate != "" || f.Cross != 0) {
-		return Run{}, fmt.Errorf("%w: --browser, --max-res, --bitrate and --cross apply to the video workload only", ErrSpec)
+	if w.Kind != KindVideo && (f.Browser || f.MaxRes != "" || f.FPS != 0 || f.Bitrate != "" || f.Cross != 0) {
+		return Run{}, fmt.Errorf("%w: --browser, --max-res, --fps, --bitrate and --cross apply to the video workload only", ErrSpec)
+	}
+	if f.FPS < 0 || f.FPS > MaxFPS {
+		return Run{}, fmt.Errorf("%w: --fps %d: want 1 to %d frames a second", ErrSpec, f.FPS, MaxFPS)
 	}
 	if f.Cross < 0 || f.Cross > MaxCross {
 		return Run{}, fmt.Errorf("%w: --cross %d: want 0 to %d flows", ErrSpec, f.Cross, MaxCross)
@@ -177,7 +182,7 @@ func (f Flags) proto() (Run, error) {
 	path := Path{Rate: r, RTT: f.RTT, Queue: f.Queue, Loss: f.Loss, Jitter: f.Jitter, Schedule: sched, CC: f.CC, Sndbuf: sndbuf, MTU: f.MTU}
 	return Run{
 		Path: path, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
-		Browser: f.Browser || page != nil, MaxRes: f.MaxRes, Bitrate: bitrate, Scenario: f.Scenario, Page: page,
+		Browser: f.Browser || page != nil, MaxRes: f.MaxRes, FPS: f.FPS, Bitrate: bitrate, Scenario: f.Scenario, Page: page,
 		Cross: f.Cross,
 	}, nil
 }

@@ -456,6 +456,9 @@ type Run struct {
 	// receiver's (MaxCross at most).
 	Cross  int    `json:",omitempty"`
 	MaxRes string // video: largest resolution, "" for the sender's default
+	// FPS is the video source's frame rate; 0 for the sender's default
+	// (30), MaxFPS at most.
+	FPS int `json:",omitempty"`
 	// Bitrate is the video sender's starting target, where the modes that
 	// give it no view of the path (default, lowat) keep it; 0 means the
 	// bottleneck rate, as an application configured for its link would.
@@ -469,6 +472,9 @@ type Run struct {
 
 // MaxCross caps Run.Cross.
 const MaxCross = 4
+
+// MaxFPS caps Run.FPS, as cmd/sender's -fps.
+const MaxFPS = 120
 
 // Limits of the video sender's -bitrate.
 const (
@@ -544,6 +550,9 @@ func (s Run) ID() string {
 	if s.Cross > 0 {
 		parts = append(parts, "cross"+strconv.Itoa(s.Cross))
 	}
+	if s.FPS > 0 {
+		parts = append(parts, "fps"+strconv.Itoa(s.FPS))
+	}
 	switch {
 	case s.Page != nil:
 		parts = append(parts, s.Page.id())
@@ -606,6 +615,9 @@ func (s Run) Title() string {
 		parts = append(parts, "a competing bulk flow")
 	default:
 		parts = append(parts, strconv.Itoa(s.Cross)+" competing bulk flows")
+	}
+	if s.FPS > 0 {
+		parts = append(parts, strconv.Itoa(s.FPS)+" fps")
 	}
 	switch {
 	case s.Page != nil:

@@ -260,9 +260,9 @@ func TestRunIDAndScenario(t *testing.T) {
 			s.Path.Queue, s.Path.Loss, s.Path.CC, s.Path.Sndbuf, s.Path.MTU = 50*time.Millisecond, 0.01, "bbr", 0, 1280
 			s.Path.Jitter = 10 * time.Millisecond
 			s.Path.Schedule = []Step{{At: time.Second, Rate: rate.Mbps}}
-			s.Workload, s.Browser, s.Bitrate, s.Cross = Workload{Kind: KindVideo}, true, 500*rate.Kbps, 2
-		}, id: "2mbit-172ms-video-replenish=15ms-q50ms-loss0.01-jitter10ms-bbr-sndbuf0-mtu1280-sched1-br500kbit-cross2-browser",
-			scenario: "video, 2.00 Mb/s, 172 ms RTT, 50 ms queue, 1% loss, 10 ms jitter, MTU 1280, bbr, Linux's initial send buffer, schedule 1s=1mbit, sender bitrate 500 kb/s, 2 competing bulk flows, browser"},
+			s.Workload, s.Browser, s.Bitrate, s.Cross, s.FPS = Workload{Kind: KindVideo}, true, 500*rate.Kbps, 2, 15
+		}, id: "2mbit-172ms-video-replenish=15ms-q50ms-loss0.01-jitter10ms-bbr-sndbuf0-mtu1280-sched1-br500kbit-cross2-fps15-browser",
+			scenario: "video, 2.00 Mb/s, 172 ms RTT, 50 ms queue, 1% loss, 10 ms jitter, MTU 1280, bbr, Linux's initial send buffer, schedule 1s=1mbit, sender bitrate 500 kb/s, 2 competing bulk flows, 15 fps, browser"},
 		{name: "given scenario", change: func(s *Run) { s.Scenario = "Nagle trap" },
 			id: "2mbit-172ms-bulk64KiB-replenish=15ms", scenario: "Nagle trap"},
 	}
@@ -315,14 +315,14 @@ func TestFlags(t *testing.T) {
 		}},
 		{name: "all flags", args: []string{"--rate", "86mbit", "--rtt", "40ms", "--queue", "100ms", "--loss", "0.001", "--jitter", "5ms",
 			"--schedule", "10s=10mbit", "--modes", "lowat=15000", "--workload", "video", "--duration", "10s", "--warmup", "1s",
-			"--cc", "bbr", "--sndbuf", "0", "--mtu", "1280", "--drain", "0s", "--browser", "--max-res", "640x360", "--bitrate", "1500kbit", "--scenario", "x", "--cross", "1"},
+			"--cc", "bbr", "--sndbuf", "0", "--mtu", "1280", "--drain", "0s", "--browser", "--max-res", "640x360", "--fps", "15", "--bitrate", "1500kbit", "--scenario", "x", "--cross", "1"},
 			check: func(t *testing.T, specs []Run) {
 				s := specs[0]
 				want := Run{
 					Path: Path{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001, Jitter: 5 * time.Millisecond,
 						Schedule: []Step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
 					Transport: TCP, Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
-					Browser: true, MaxRes: "640x360", Bitrate: 1500 * rate.Kbps, Scenario: "x", Cross: 1,
+					Browser: true, MaxRes: "640x360", FPS: 15, Bitrate: 1500 * rate.Kbps, Scenario: "x", Cross: 1,
 				}
 				if len(specs) != 1 || !reflect.DeepEqual(s, want) {
 					t.Errorf("spec\n %+v\nwant\n %+v", s, want)
@@ -338,6 +338,9 @@ func TestFlags(t *testing.T) {
 		{name: "bad cc", args: []string{"--cc", "../x"}, wantErr: "--cc"},
 		{name: "bad sndbuf", args: []string{"--sndbuf", "lots"}, wantErr: "--sndbuf"},
 		{name: "bad mtu", args: []string{"--mtu", "9000"}, wantErr: "--mtu"},
+		{name: "fps above 120", args: []string{"--workload", "video", "--fps", "121"}, wantErr: "--fps"},
+		{name: "negative fps", args: []string{"--workload", "video", "--fps", "-1"}, wantErr: "--fps"},
+		{name: "fps of bulk", args: []string{"--fps", "15"}, wantErr: "--fps"},
 		{name: "bad bitrate", args: []string{"--workload", "video", "--bitrate", "1gbit"}, wantErr: "--bitrate"},
 		{name: "bitrate without video", args: []string{"--bitrate", "1mbit"}, wantErr: "video workload only"},
 		{name: "browser without video", args: []string{"--browser"}, wantErr: "video workload only"},

@@ -89,7 +89,7 @@ func (v *Video) StartReceiver(ctx context.Context) error {
 // headless Chromium.
 func (v *Video) StartSender(ctx context.Context) error {
 	s := Sender{Program: v.progs.Sender, Transport: v.spec.TransportName(), Name: StreamName(v.spec.TransportName(), v.spec.ModeName()),
-		Mode: v.spec.Mode, Bitrate: v.spec.VideoBitrate(), MaxRes: v.spec.MaxRes, Records: filepath.Join(v.dir, records.SenderFile),
+		Mode: v.spec.Mode, Bitrate: v.spec.VideoBitrate(), MaxRes: v.spec.MaxRes, FPS: v.spec.FPS, Records: filepath.Join(v.dir, records.SenderFile),
 		Token: v.token}
 	var err error
 	if s.Transport == scenario.QUIC || s.Transport == scenario.WebRTC {

@@ -325,6 +325,7 @@ type Sender struct {
 	Mode      transport.Mode // the send-buffer mode; none for WebRTC
 	Bitrate   rate.Bitrate   // the starting target; see scenario.Run.VideoBitrate
 	MaxRes    string         // the largest resolution, "" for the sender's
+	FPS       int            // the source's frame rate, 0 for the sender's
 	Records   string         // its records file, "" for none
 	// Pin is the viewer's certificate, as its fingerprint file gives it
 	// (ReadFingerprint); QUIC, and WebRTC (the WHIP endpoint is HTTPS).
@@ -359,6 +360,9 @@ func (s Sender) args(mediaAddr, httpAddr string) ([]string, error) {
 	}
 	if s.MaxRes != "" {
 		argv = append(argv, "-max-res", s.MaxRes)
+	}
+	if s.FPS > 0 {
+		argv = append(argv, "-fps", strconv.Itoa(s.FPS))
 	}
 	if s.Records != "" {
 		argv = append(argv, "-records", s.Records)

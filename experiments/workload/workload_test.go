@@ -109,18 +109,18 @@ func TestSenderArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := Sender{Program: "sender", Name: "n", Mode: mustMode(t, "replenish=15ms"), Bitrate: 2 * rate.Mbps, MaxRes: "640x360", Records: "r.jsonl"}
+	base := Sender{Program: "sender", Name: "n", Mode: mustMode(t, "replenish=15ms"), Bitrate: 2 * rate.Mbps, MaxRes: "640x360", FPS: 15, Records: "r.jsonl"}
 	for _, tc := range []struct {
 		transport string
 		pin       certs.Fingerprint
 		want      string
 	}{
-		{"", certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -to 10.0.0.2:9000 -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
-		{scenario.TCP, certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -to 10.0.0.2:9000 -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
+		{"", certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -to 10.0.0.2:9000 -mode replenish=15ms -max-res 640x360 -fps 15 -records r.jsonl"},
+		{scenario.TCP, certs.Fingerprint{}, "sender -name n -status=false -bitrate 2mbit -to 10.0.0.2:9000 -mode replenish=15ms -max-res 640x360 -fps 15 -records r.jsonl"},
 		{scenario.QUIC, pin, "sender -name n -status=false -bitrate 2mbit -transport quic -to 10.0.0.2:9000 -pin " + pin.String() +
-			" -mode replenish=15ms -max-res 640x360 -records r.jsonl"},
+			" -mode replenish=15ms -max-res 640x360 -fps 15 -records r.jsonl"},
 		{scenario.WebRTC, pin, "sender -name n -status=false -bitrate 2mbit -transport webrtc -to https://10.0.0.2:8080/whip -pin " + pin.String() +
-			" -probe 10.0.0.2:9000 -max-res 640x360 -records r.jsonl"},
+			" -probe 10.0.0.2:9000 -max-res 640x360 -fps 15 -records r.jsonl"},
 	} {
 		s := base
 		s.Transport, s.Pin = tc.transport, tc.pin
