@@ -452,6 +452,13 @@ func (d Decision) FrameInterval(frame media.Rung, srcFPS int) time.Duration {
 	if frame.Size != d.Rung.Size {
 		return frame.Interval(srcFPS)
 	}
+	return d.Interval(srcFPS)
+}
+
+// Interval returns the time between frames the decision asks for from a
+// source rendering srcFPS frames per second: its rung's, spread below the
+// lowest rung's Min (media.Rung.IntervalAt).
+func (d Decision) Interval(srcFPS int) time.Duration {
 	return d.Rung.IntervalAt(srcFPS, d.Bitrate)
 }
 
@@ -687,7 +694,8 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.answered(o, excess)
 	slope := c.slope(o.Now)
 	// A keyframe's queue is paid back, another flow's not the stream's.
-	quiet := o.Now.Before(c.keyUntil) || o.Now.Before(c.foreign)
+	foreign := o.Now.Before(c.foreign)
+	quiet := o.Now.Before(c.keyUntil) || foreign
 	plan := c.plan.state(o.Now, excess, c.fb+planLag)
 	switch {
 	case !lossy && plan == planDrained:
@@ -698,7 +706,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 		c.lossCut(o)
 	case !quiet && c.skips > skipHigh:
 		c.transportLimited(o)
-	case excess < c.low || (c.phase == recovering && excess < c.high) || o.Now.Before(c.foreign):
+	case excess < c.low || (c.phase == recovering && excess < c.high) || foreign:
 		c.grow(o, dt) // another flow's queue stands: see answered
 	default:
 		c.phaseAt = c.phaseAt.Add(dt) // hold: the phase's clock waits

@@ -88,7 +88,7 @@ func (s *sim) take(now time.Duration) {
 	if s.cfg.Trace != nil {
 		s.cfg.Trace(o, d)
 	}
-	s.rung, s.interval = d.Rung, d.Rung.IntervalAt(s.cfg.FPS, d.Bitrate)
+	s.rung, s.interval = d.Rung, d.Interval(s.cfg.FPS)
 	if cur := s.enc.target; cur <= 0 || d.Bitrate < cur.Scale(1-bitrateStep) || d.Bitrate > cur.Scale(1+bitrateStep) {
 		s.enc.setBitrate(d.Bitrate)
 	}
