@@ -76,10 +76,11 @@ func TestDrainOf(t *testing.T) {
 	d := DrainOf(transport.DrainRecord{
 		Input: drain.Sample{At: at, Delivered: 10, Acks: 2, InFlight: 3, Backlogged: true, SRTT: 40 * time.Millisecond,
 			MinRTT: 39 * time.Millisecond, Cwnd: 14480, PeerWindow: -1, PacingRate: 4 * rate.Mbps},
-		Estimate:  drain.Estimate{Rate: 2 * rate.Mbps, Source: drain.SourceMeasured, AppLimited: true, Window: rate.Mbps, WindowPathLimited: true},
+		Estimate: drain.Estimate{Rate: 2 * rate.Mbps, Source: drain.SourceMeasured, AppLimited: true, Window: rate.Mbps, WindowPathLimited: true,
+			Newest: 1500 * rate.Kbps, NewestAt: at.Add(-time.Millisecond)},
 		StackRate: 3 * rate.Mbps,
 	})
-	want := Drain{RateBps: 2e6, Source: "measured", AppLimited: true, WindowBps: 1e6, WindowPathLimited: true, AtUs: 5_000_000,
+	want := Drain{RateBps: 2e6, Source: "measured", AppLimited: true, WindowBps: 1e6, WindowPathLimited: true, NewestBps: 1.5e6, NewestAtUs: 4_999_000, AtUs: 5_000_000,
 		Delivered: 10, Acks: 2, InFlight: 3, Backlogged: true, SRTTUs: 40000, MinRTTUs: 39000, Cwnd: 14480, PeerWindow: -1,
 		PacingBps: 4e6, StackBps: 3e6}
 	if d == nil || *d != want || !d.Known() {

@@ -77,6 +77,11 @@ type Drain struct {
 	// WindowPathLimited whether the path set its pace.
 	WindowBps         int64 `json:"window_bps,omitempty"`
 	WindowPathLimited bool  `json:"window_path_limited,omitempty"`
+	// NewestBps is the newest path-limited window, which closed at
+	// NewestAtUs: while the maximum still holds a faster path's rate, the
+	// path as it is now.
+	NewestBps  int64 `json:"newest_bps,omitempty"`
+	NewestAtUs int64 `json:"newest_at_us,omitempty"`
 
 	// The sample.
 	AtUs       int64  `json:"at_us,omitempty"`
@@ -106,6 +111,7 @@ func DrainOf(d transport.DrainRecord) *Drain {
 	return &Drain{
 		RateBps: int64(e.Rate), Source: e.Source.String(), AppLimited: e.AppLimited,
 		MeasuredBps: int64(e.Measured), BoundBps: int64(e.Bound), WindowBps: int64(e.Window), WindowPathLimited: e.WindowPathLimited,
+		NewestBps: int64(e.Newest), NewestAtUs: Micros(e.NewestAt),
 		AtUs: Micros(in.At), Delivered: in.Delivered, Acks: in.Acks, InFlight: in.InFlight,
 		Backlogged: in.Backlogged, Recovering: in.Recovering, SRTTUs: in.SRTT.Microseconds(), MinRTTUs: in.MinRTT.Microseconds(),
 		Cwnd: in.Cwnd, PeerWindow: in.PeerWindow, PacingBps: int64(in.PacingRate),

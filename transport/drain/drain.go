@@ -229,6 +229,12 @@ type Estimate struct {
 	// over it.
 	Window            rate.Bitrate
 	WindowPathLimited bool
+	// Newest is the rate of the newest path-limited window, which closed
+	// at NewestAt; zero before the first. While the maximum still holds a
+	// faster path's rate (the path slowed within its memory), it is the
+	// path as it is now.
+	Newest   rate.Bitrate
+	NewestAt time.Time
 }
 
 // Known reports whether e carries a rate (possibly zero, behind a closed

@@ -317,6 +317,7 @@ func (e *Estimator) estimate(s Sample) Estimate {
 		}
 	}
 	haveBound := haveWin || paceBound > 0
+	est.Newest, est.NewestAt = e.floor.rate, e.floor.end
 	m, appLimited, ok := e.measured(s.At)
 	if !ok {
 		if haveBound {

@@ -227,13 +227,20 @@ func TestEstimatorRateDrop(t *testing.T) {
 	e := New(Config{})
 	l := newLink()
 	l.run(e, 10*time.Second, 7*time.Millisecond, 4*rate.Mbps, backlogged)
-	// Less than Rounds round trips after the drop, the maximum still holds
-	// the old rate; well after, the new one.
-	if est := l.run(e, 5*l.s.SRTT, 7*time.Millisecond, 2*rate.Mbps, backlogged); !near(est.Rate, 4*rate.Mbps, 0.05) {
-		t.Errorf("soon after the drop: %+v", est)
+	if est := e.Estimate(); !near(est.Newest, 4*rate.Mbps, 0.07) || est.NewestAt.Before(l.t.Add(-5*l.s.SRTT)) {
+		t.Errorf("before the drop, at %v: %+v, want the newest window at 4 Mb/s", l.t, est)
 	}
-	if est := l.run(e, 20*l.s.SRTT, 7*time.Millisecond, 2*rate.Mbps, backlogged); !near(est.Rate, 2*rate.Mbps, 0.05) {
-		t.Errorf("long after the drop: %+v", est)
+	// Less than Rounds round trips after the drop, the maximum still holds
+	// the old rate (the windows before the drop, the one across it); well
+	// after, the new one. The newest path-limited window has the slower
+	// path already.
+	if est := l.run(e, 7*l.s.SRTT, 7*time.Millisecond, 2*rate.Mbps, backlogged); est.Rate < 3500*rate.Kbps ||
+		!near(est.Newest, 2*rate.Mbps, 0.07) {
+		t.Errorf("soon after the drop, at %v: %+v, want the rate above 3.5 Mb/s and the newest window at 2", l.t, est)
+	}
+	if est := l.run(e, 20*l.s.SRTT, 7*time.Millisecond, 2*rate.Mbps, backlogged); !near(est.Rate, 2*rate.Mbps, 0.05) ||
+		!near(est.Newest, 2*rate.Mbps, 0.07) || est.NewestAt.Before(l.t.Add(-5*l.s.SRTT)) {
+		t.Errorf("long after the drop, at %v: %+v", l.t, est)
 	}
 }
 
