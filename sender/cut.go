@@ -1,0 +1,229 @@
+package sender
+
+import (
+	"time"
+
+	"replenish/rate"
+)
+
+// answer is the state before a cut, kept until its queue shows whether the
+// cut answered it.
+type answer struct {
+	at                      time.Time
+	q                       time.Duration
+	capacity, ceiling, rate rate.Bitrate
+}
+
+// await keeps the state before a cut for answered, unless an earlier cut
+// awaits its judgement.
+func (c *Controller) await(now time.Time, excess time.Duration) {
+	if c.ans.at.IsZero() {
+		c.ans = answer{at: now, q: excess, capacity: c.capacity, ceiling: c.ceiling, rate: c.rate}
+	}
+}
+
+// answered judges a cut, and those after it before the judgement, a
+// feedback delay and half drainTime after the first: a queue of the
+// stream's own falls once it sends below the capacity, while one that is
+// above the band and higher than at the cut, with the path draining what
+// the stream sent (the rate sent since within overDrain of the drain
+// rate), is another flow's. The cuts are then undone (the capacity,
+// ceiling and rate from before the first come back) and none follows for
+// shiftTime or two feedback delays, in which the rate climbs as on an
+// empty queue: held there instead, it never reached probing before the
+// other flow's next cycle drew the next cut, and beside one download the
+// stream kept 6.9% of 10 Mb/s (CUBIC, 40 ms) and 20% of 2 Mb/s (BBR,
+// 40 ms) in the path model, at the median of five seeds (10 and 28% with
+// the climb; TestBesideDownload). Only once the base has moved (see
+// shifted): before, a halving's queue is not answered by a cut too shallow
+// either, and the drain rate's windowed maximum still remembers the faster
+// path (TestRateControlOnPaths' halvings took 3.5 to 12 s to recover).
+func (c *Controller) answered(o Observation, excess time.Duration) {
+	if c.ans.at.IsZero() || o.Now.Sub(c.ans.at) < c.fb+drainTime/2 {
+		return
+	}
+	a := c.ans
+	c.ans = answer{}
+	grown := excess > a.q && excess > c.high
+	sent, drained := c.sentRate(a.at, o.Now), measured(o)
+	carried := sent > 0 && drained > 0 && sent.Scale(1/overDrain) <= drained
+	if c.shift <= 0 || !grown || !carried {
+		return
+	}
+	c.capacity, c.ceiling = max(c.capacity, a.capacity), max(c.ceiling, a.ceiling)
+	c.rate = max(c.rate, min(a.rate, c.capacity.Scale(cruiseGain)))
+	c.foreign = o.Now.Add(max(shiftTime, 2*c.fb))
+}
+
+// congested cuts the rate below the path's capacity, deep enough to drain
+// the excess queue within drainTime. The capacity is estimated as the rate
+// sent a feedback delay ago (what the queue's growth now shows) divided by
+// one plus that growth, and no more than the drain rate. Then it waits a
+// feedback delay and a little for the cut to show before cutting again,
+// and cuts again only if the queue has not begun to drain.
+func (c *Controller) congested(o Observation, excess time.Duration, slope float64) {
+	if !c.lastCut.IsZero() && o.Now.Sub(c.lastCut) < c.fb+100*time.Millisecond {
+		return
+	}
+	// A queue that falls is draining: below the excess at the last cut,
+	// or falling fast enough (the slope shows about 1/lagFactor of it) to
+	// be gone within drainTime. A second cut on it would only leave the
+	// link idle when it is gone.
+	if !c.lastCut.IsZero() && slope <= 0 && (excess < c.lastCutQ || gone(excess, slope, drainTime)) {
+		return
+	}
+	stalled := !c.stallAt.IsZero() && o.Now.Sub(c.stallAt) < c.fb+drainTime
+	burst := (slope > burstSlope || stalled) && !c.lastBurst
+	c.lastBurst = burst
+	c.plan = drainPlan{}
+	if burst {
+		// A queue that grows faster than the sending rate can make it,
+		// or the first after a stall the transport reported, is a
+		// burst: the backlog a stall left (BBR's PROBE_RTT, a
+		// retransmission timeout) leaving at once. It says nothing of
+		// the capacity; drain it and keep the estimate. If it goes on
+		// growing, the next cut treats it as the rate's.
+		f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
+		c.noteShown(o.Now)
+		c.rate = min(c.rate, c.capacity.Scale(f))
+		c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
+		c.phase, c.phaseAt = recovering, o.Now
+		return
+	}
+	est, confirmed := c.cutEstimate(o, slope)
+	// The queue now is the excess plus what it grew over the feedback
+	// delay (the lagged slope, times lagFactor); the cut drains it
+	// within drainTime.
+	queue := excess.Seconds() + lagFactor*max(slope, 0)*c.fb.Seconds()
+	if c.cuts == 0 || (o.Now.Sub(c.lastCut) > shiftTime && c.dipped) {
+		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
+		c.firstCap, c.firstCeil = c.capacity, c.ceiling
+		c.firstSent = c.sentRate(o.Now.Add(-sentWindow), o.Now)
+	}
+	c.cuts++
+	if !c.congestedOnce {
+		c.congestedOnce, c.startQueue = true, true // the first congestion: the start's queue
+	}
+	if d := measured(o); !confirmed && c.startQueue && d > est {
+		// The start's queue has not drained since: no congestion before
+		// it, so the drain rate is a lower bound of the path's (and the
+		// path's, if the start's queue kept it path-limited), with no
+		// older, faster path to remember; what stands is what the start
+		// wrote (over QUIC, with its retransmissions), not the rate sent
+		// since.
+		est = d
+	}
+	cut := cutFactor
+	overshoot := confirmed && slope > 0 && c.cuts == 1
+	if overshoot {
+		cut = overshootCut // a probe's overshoot: see the Controller's doc
+	}
+	f := max(minCut, cut-queue/drainTime.Seconds())
+	switch {
+	case c.before > 0:
+		c.before = 0 // regaining congested: the path did slow
+	case est < c.capacity.Scale(regainBelow) && c.measured:
+		c.before = c.capacity
+	}
+	if c.phase == recovering && !confirmed {
+		// The last cut's queue has not drained: the path carries no
+		// more than that cut's estimate, whatever was sent a feedback
+		// delay ago (at the start, the first frames' overshoot).
+		est = min(est, c.capacity)
+	}
+	c.await(o.Now, excess)
+	c.ceiling, c.capacity, c.loss.capped = est, est, false
+	c.noteShown(o.Now)
+	c.rate = min(c.rate, est.Scale(f))
+	c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
+	c.phase, c.phaseAt = recovering, o.Now
+	if overshoot {
+		c.plan.start(o.Now, time.Duration(queue*float64(time.Second)), est)
+	}
+}
+
+// noteShown keeps, at a cut, the rate sent over the last sentWindow: the
+// encoder filled it at this rung, so recovering the rate may lead up to it
+// (see grow). Over a series of cuts, each before the last one's queue
+// drained, it keeps the highest: the later ones come after the rate fell.
+func (c *Controller) noteShown(now time.Time) {
+	sent := c.sentRate(now.Add(-sentWindow), now)
+	if c.phase == recovering {
+		sent = max(sent, c.shown)
+	}
+	c.shown = sent
+}
+
+// cutEstimate returns the capacity a cut takes the rate below, and whether
+// the drain rate confirms the queue's growth: the rate sent a feedback
+// delay ago over one plus the growth is within drainTrust of it.
+func (c *Controller) cutEstimate(o Observation, slope float64) (est rate.Bitrate, confirmed bool) {
+	// The queue grows at sent/capacity − 1 seconds per second, and the
+	// smoothed RTT's slope shows about half of that growth when the
+	// excess first crosses qHigh (the kernel moves it an eighth per ACK:
+	// lagFactor), so the capacity is what was sent a feedback delay ago
+	// over one plus lagFactor times the slope.
+	then := o.Now.Add(-c.fb)
+	sent := c.sentRate(then.Add(-sentWindow), then)
+	if sent < c.rate/2 || !c.cappedAt.Before(then.Add(-sentWindow)) {
+		// The window held a stall (the frames it skipped, the backlog
+		// it then let go at once): what was written then is not what
+		// reached the bottleneck, and says nothing of the path.
+		sent = max(sent, c.rate)
+	}
+	// The drain rate measured the bottleneck while this queue built; it
+	// is the better estimate unless the queue's growth says the path is
+	// well below it (it slowed, and the windowed maximum remembers). A
+	// drain rate from application-limited windows measured only the
+	// stream's own rate, a lower bound: when the growth says the path
+	// carries more, the growth's estimate stands. (At 100 kb/s a frame is
+	// one packet, no window is backlogged, and the drain rate sat at the
+	// rate the stream had cruised at: each cut set the capacity back to
+	// it, and the link stayed 90% busy.)
+	est = sent.Scale(1 / (1 + max(slope, 0)))
+	d := measured(o)
+	if d <= 0 || max(sent, c.recentLoad(o, then)).Scale(1/(1+max(slope, 0))) < d.Scale(drainTrust) {
+		est = sent.Scale(1 / (1 + lagFactor*max(slope, 0)))
+		if !c.measured && o.WindowBound && o.Late > 0 {
+			est = min(est, o.DrainRate)
+		}
+		return est, false
+	}
+	if !o.AppLimited || est < d {
+		est = d
+	}
+	return est, true
+}
+
+// recentLoad returns the highest rate sent over sentWindow ending between
+// then (a feedback delay ago) and a round trip ago: the smoothed RTT's
+// growth now comes from arrivals within that span (its smoothing spreads
+// them), and while a probe raises the rate the load a feedback delay ago
+// is the least of them.
+func (c *Controller) recentLoad(o Observation, then time.Time) rate.Bitrate {
+	var best rate.Bitrate
+	for end := then; !end.After(o.Now.Add(-o.MinRTT)); end = end.Add(20 * time.Millisecond) {
+		best = max(best, c.sentRate(end.Add(-sentWindow), end))
+	}
+	return best
+}
+
+// transportLimited lowers the rate below the transport's drain rate when
+// frames keep being skipped without queueing in the network: the transport
+// drains slower than the encoder fills it (BBR paces at its own estimate,
+// which an application-limited flow holds near the flow's rate). The
+// probing that follows lets BBR's gain cycle find the backlog it needs to
+// raise its estimate, which the drain rate then shows.
+func (c *Controller) transportLimited(o Observation) {
+	if !c.lastCut.IsZero() && o.Now.Sub(c.lastCut) < c.fb+200*time.Millisecond {
+		return
+	}
+	c.rate = c.rate.Scale(skipStep)
+	if d := measured(o); d > 0 {
+		c.rate = min(c.rate, d.Scale(cruiseGain))
+	}
+	c.lastCut = o.Now
+	if c.phase == probing || c.phase == starting {
+		c.phase, c.phaseAt = cruising, o.Now
+	}
+}

@@ -1,0 +1,250 @@
+package sender
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"replenish/rate"
+)
+
+// feedback returns the delay before a change of rate shows in the smoothed
+// RTT: a round trip, plus the time the kernel's smoothing (an eighth per
+// ACK) takes to follow, at least a frame.
+func (c *Controller) feedback(o Observation, dt time.Duration) time.Duration {
+	if o.Written <= 0 || dt <= 0 {
+		return o.RTT + dt
+	}
+	acks := float64((o.Written + mssGuess - 1) / mssGuess)
+	return o.RTT + max(dt, time.Duration(8/acks*float64(dt)))
+}
+
+// band returns the congestion band: an excess below low lets the rate
+// rise, one above high is congestion. It is qLow to qHigh unless the
+// frames' own size noise moves the delay signal more: then high is noiseK
+// standard deviations of a frame's serialization at the capacity, and low
+// half of it. A cruising stream's frame is about a frame interval of the
+// link whatever the rate, and its size varies with libvpx's rate control
+// and the temporal layers. The deviation is taken from one frame to the
+// next (the mean absolute change of the log size, times √π/2 for two
+// normal samples' difference), so that a change of target or rung, which
+// moves the average, is not taken for noise. On the lowest rung (15 fps:
+// a frame is about 65 ms of the link) the frames vary by 11 to 13%
+// (measured at 100 kb/s), so high is 15 to 17 ms, and the queue a frame
+// larger than the last leaves is not a cut; at 30 fps, with 2 to 10%
+// (500 kb/s to 20 Mb/s), it stays qHigh.
+func (c *Controller) band() (low, high time.Duration) {
+	sd := c.sizeDev * math.Sqrt(math.Pi) / 2
+	high = max(qHigh, time.Duration(noiseK*sd*float64(c.frameSer())))
+	return max(qLow, high/2), high
+}
+
+// frameSer returns an average frame's serialization at the capacity.
+func (c *Controller) frameSer() time.Duration { return c.capacity.Duration(int(c.frameAvg)) }
+
+// evidence raises the capacity to what the path has shown it carries: a
+// delivered rate is a lower bound on capacity, whether the transport's
+// measured drain rate (the most bytes delivered over a window of at least
+// a round trip; not its window bound, which is no delivery) or the rate the
+// controller sent while no queue built. The drain
+// rate is a windowed maximum that, while the flow is application-limited,
+// keeps its last value: after the path slows it still remembers the old
+// rate, so a drain rate above the ceiling (where the path last congested)
+// is not taken. The ceiling itself goes once the controller has sent above
+// it without a queue building: the path has become faster.
+func (c *Controller) evidence(o Observation, excess time.Duration) {
+	clean := excess < c.low && c.skips < skipHigh && !c.loss.lossy
+	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
+	if !clean {
+		sent = 0
+	}
+	if c.ceiling > 0 && sent > c.ceiling.Scale(probePast) {
+		c.ceiling = 0
+	}
+	lower := max(measured(o), sent)
+	if c.loss.capped || (c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast)) {
+		lower = sent // see lossMeter
+	}
+	c.capacity = max(c.capacity, lower)
+}
+
+// measured returns the drain rate if the transport measured it, 0 if it is
+// only the window bound (Observation.WindowBound).
+func measured(o Observation) rate.Bitrate {
+	if o.WindowBound {
+		return 0
+	}
+	return o.DrainRate
+}
+
+// excess returns the queueing not explained by the path or the frames' own
+// serialization. A frame's packets queue behind each other at the
+// bottleneck, so the smoothed RTT swings with the size of the frames acked
+// last; its lower envelope (the smallest over the last few frames) moves
+// only with a standing queue. The excess is that envelope above the base
+// (the transport's minimum RTT, plus any shift learned when the round trip
+// rose for good, see shifted), less the self term: the smoothed RTT's low
+// percentile (selfRank) over refWindow above the base, at most one average
+// frame's serialization at the capacity, so that a standing queue larger
+// than that cannot hide in it. (Not the minimum: a pause, as BBR's
+// PROBE_RTT, empties the path for a moment and would make the frames' own
+// queueing look like excess for the whole window.)
+func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
+	base := o.MinRTT + c.shift
+	recent := o.RTT
+	frames := dt
+	if !c.measured {
+		frames /= time.Duration(1 + max(o.Skipped, 0))
+	}
+	span := max(envelope, frames*5/2)
+	c.scratch = c.scratch[:0]
+	for _, s := range c.rtts {
+		v := time.Duration(s.v)
+		c.scratch = append(c.scratch, v)
+		if !s.t.Before(o.Now.Add(-span)) {
+			recent = min(recent, v)
+		}
+	}
+	slices.Sort(c.scratch)
+	low := c.scratch[len(c.scratch)*selfRank/100]
+	self := min(max(low-base, 0), c.frameSer())
+	return recent - base - self
+}
+
+// shifted raises the base round trip when a standing excess does not respond
+// to the controller's cuts: after shiftCuts cuts over shiftTime and shiftFb
+// feedback delays, a queue of its own would have drained at least by half,
+// while an excess that stays is not its own: the path's round trip rose, or
+// another flow holds a queue it cannot drain, and cutting further would only
+// starve the stream. The cuts answered the round trip, not the rate, so the
+// capacity and ceiling from before the first of them come back and the rate
+// recovers to them, leading the rate sent up to what was sent when the first
+// came (see grow). They stayed at the last cut's estimate in real runs whose
+// round trip stepped from 20 to 172 ms: three or four cuts took the capacity
+// from 2 Mb/s to 230 to 265 kb/s, and the probe took seconds to find the
+// link again (TestControllerRTTStepReplay; utilization 0.59 over the run).
+// Held to sentLead over the rate sent (the cuts had taken the stream down a
+// rung, which forgets what the rung before carried), the climb from 286 kb/s
+// took 5 s (TestControllerShiftRegainsRate). If the path also slowed, the
+// next cut finds out with the base right. The shift falls at once when the
+// round trip does. An excess below half the first cut's is draining only
+// while it is also below the last cut's: after a shift taken while the round
+// trip was still rising, the excess left over fell once (the self term grew)
+// and then stood, and read as draining it was cut every half second for the
+// rest of a run (TestControllerRTTStepReplay). Nor does the base move while
+// the excess is not standing: within a feedback delay of a cut, which has
+// yet to show, or while the smoothed RTT falls fast enough to take the
+// excess away within shiftFall (a queue draining; a cut drains its own
+// within drainTime) or rises faster than slopeHigh (a queue growing). A
+// halving's queue that the first cuts had not caught
+// (TestControllerHalvingReplay) was taken for a raised round trip as it
+// fell. Any fall was draining before: after a step from 20 to 172 ms the
+// smoothed RTT fell 3 ms a second for 2 s, 40 s to take 130 ms away, and the
+// base moved 4.6 s after the step, with the stream cut to a tenth of the
+// path (TestControllerRTTStepReplay). The cuts count as one series only
+// while the excess stays above the band: a series that drained the queue is
+// over (see control), or a new queue seconds later met the conditions at its
+// first crossing (TestControllerLowRateNoShiftReplay: the base moved 40 to
+// 68 ms in most runs at 100 kb/s). A series also ends when shiftTime passes
+// without a cut, but only if the excess fell below the band's top since the
+// last: a standing excess, slowly falling below the last cut's, held off
+// cuts for 2.1 s after a round trip's step (BBR), the series that ended then
+// took the capacity it had left (416 kb/s on 2 Mb/s) as the one to give
+// back, and the base moved 5.9 s after the step
+// (TestControllerRTTStepReplay). Nor does it move once the excess is a fifth
+// below the last cut's, however flat for a moment and however small the
+// first cut's (a probe's, before the path halved; a halving's queue fell
+// from 165 to 100 ms and stood briefly, and the base moved 120 ms:
+// TestControllerHalvingReplay), nor while the rate sent exceeds the measured
+// drain rate by more than its noise: that excess is the rate's queue, which
+// cuts aimed at a drain rate still remembering the faster path had not
+// caught (a BBR halving from 2 to 1 Mb/s: the base moved 70 ms, the next
+// queue rose to 270 ms over the minimum), nor while the excess exceeds the
+// last cut's by more than shiftGrown: it grew since, and that cut has yet to
+// answer it (another BBR halving, after a probe's three cuts of 13 to 23 ms:
+// BBR held its window for 0.76 s without an invitation, the first excess
+// after the gap, 130 ms, read as standing over it, and the base moved
+// 82 ms).
+func (c *Controller) shifted(o Observation, excess time.Duration) {
+	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
+	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
+		return
+	}
+	if excess < c.lastCutQ*4/5 || excess.Seconds() > c.lastCutQ.Seconds()*shiftGrown {
+		return // not where the last cut left it: draining (see shiftFall), or grown since and not yet answered
+	}
+	if excess < c.firstCutQ/2 && excess < c.lastCutQ {
+		return // draining since the series began
+	}
+	if d := measured(o); d > 0 && c.sentRate(o.Now.Add(-sentWindow), o.Now) > d.Scale(overDrain) {
+		return // the path carries less than is sent
+	}
+	// The samples come a frame apart and none while the transport holds
+	// the frames back on its window: take at least the last three, or the
+	// trend over a gap reads as flat.
+	from := c.slopeFrom(o.Now)
+	if k := len(c.rtts) - 3; k >= 0 && c.rtts[k].t.Before(from) {
+		from = c.rtts[k].t
+	}
+	sl := c.slopeSince(o.Now, from)
+	if o.Now.Sub(c.lastCut) < c.fb || gone(excess, sl, shiftFall) || sl > slopeHigh {
+		return
+	}
+	low := o.RTT
+	for _, s := range c.rtts {
+		if !s.t.Before(o.Now.Add(-time.Second)) {
+			low = min(low, time.Duration(s.v))
+		}
+	}
+	c.shift = max(c.shift, low-o.MinRTT)
+	c.cuts = 0
+	// The series' cuts answered the round trip, not the rate: take back
+	// the capacity they lowered, and approach it again.
+	if c.firstCap > c.capacity {
+		c.capacity, c.ceiling, c.before = c.firstCap, c.firstCeil, 0
+		c.phase, c.phaseAt = recovering, o.Now
+		c.shown = max(c.shown, c.firstSent)
+	}
+}
+
+// slope returns the trend of the smoothed RTT, in seconds per second: over
+// slopeWindow, or since the queue began to rise (the excess was last below
+// the band) if that is more recent, so that a queue growing since a moment ago
+// is not averaged with the flat time before it.
+func (c *Controller) slope(now time.Time) float64 {
+	return c.slopeSince(now, c.slopeFrom(now))
+}
+
+// slopeFrom returns the start of slope's window.
+func (c *Controller) slopeFrom(now time.Time) time.Time {
+	from := now.Add(-slopeWindow)
+	if c.riseFrom.After(from) {
+		from = c.riseFrom
+	}
+	return from
+}
+
+// slopeSince returns the trend of the smoothed RTT since from, in seconds
+// per second; 0 over fewer than three samples.
+func (c *Controller) slopeSince(now, from time.Time) float64 {
+	var n, st, sv, stt, stv float64
+	for _, s := range c.rtts {
+		if s.t.Before(from) {
+			continue
+		}
+		t := s.t.Sub(now).Seconds()
+		v := time.Duration(s.v).Seconds()
+		n, st, sv, stt, stv = n+1, st+t, sv+v, stt+t*t, stv+t*v
+	}
+	d := n*stt - st*st
+	if n < 3 || d <= 0 {
+		return 0
+	}
+	return (n*stv - st*sv) / d
+}
+
+// gone says a smoothed RTT falling at slope (s/s) takes the excess away
+// within d: the slope shows about 1/lagFactor of the queue's fall.
+func gone(excess time.Duration, slope float64, d time.Duration) bool {
+	return slope < 0 && excess.Seconds() <= -lagFactor*slope*d.Seconds()
+}
