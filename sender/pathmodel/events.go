@@ -6,12 +6,13 @@ import "time"
 type evKind uint8
 
 const (
-	evTick  evKind = iota // the source renders a picture
-	evRecv                // a segment reaches the receiver (arg: segment id)
-	evAck                 // a segment's ACK reaches the sender (arg: segment id)
-	evWrite               // an encode finishes and the frame is written
-	evPace                // the pacing gate opens
-	evLoss                // the loss-probe or retransmission timer
+	evTick     evKind = iota // the source renders a picture
+	evRecv                   // a segment reaches the receiver (arg: segment id)
+	evAck                    // a segment's ACK reaches the sender (arg: segment id)
+	evWrite                  // an encode finishes and the frame is written
+	evPace                   // the pacing gate opens
+	evLoss                   // the loss-probe or retransmission timer
+	evCrossEnd               // the competing flows stop writing (Path.CrossUntil)
 )
 
 // event is one scheduled happening; events at the same time run in the

@@ -257,6 +257,18 @@ func TestCross(t *testing.T) {
 		if cc == Cubic && shared.Queue.P50 < 100*time.Millisecond {
 			t.Errorf("CUBIC beside the stream: standing queue p50 %v, want most of the 200 ms buffer", shared.Queue.P50)
 		}
+		// A download that ends before the measured window leaves the
+		// stream alone in it.
+		newCtrl, _ := fixedAt(1*rate.Mbps, rung360)
+		p := Path{Rate: 4 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 200 * time.Millisecond, CC: cc, Cross: 1, CrossUntil: 5 * time.Second}
+		ended, err := Run(Config{Path: p, Seed: 3, Duration: 30 * time.Second, NewController: newCtrl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ended.CrossUtil != 0 || math.Abs(ended.RawUtil-alone.RawUtil) > 0.02 || ended.Queue.P95 > alone.Queue.P95+time.Millisecond {
+			t.Errorf("%v, the download ended at 5 s: its share %.3f, the stream's %.3f (alone %.3f), queue p95 %v (alone %v)",
+				cc, ended.CrossUtil, ended.RawUtil, alone.RawUtil, ended.Queue.P95, alone.Queue.P95)
+		}
 	}
 	if _, err := Run(Config{Path: Path{Rate: rate.Mbps, RTT: time.Millisecond, Cross: MaxCross + 1}}); !errors.Is(err, ErrConfig) {
 		t.Errorf("%d competing flows: %v, want ErrConfig", MaxCross+1, err)
@@ -270,6 +282,7 @@ func TestBadConfig(t *testing.T) {
 		{Path: Path{RTT: time.Millisecond}},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Loss: 1}},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Jitter: -time.Millisecond}},
+		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Cross: 1, CrossUntil: -time.Second}},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond, Steps: []Step{{At: 0, Rate: 1}}}},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond}, Warmup: time.Minute, Duration: time.Second},
 		{Path: Path{Rate: 1 * rate.Mbps, RTT: time.Millisecond}, Ladder: []media.Rung{}},

@@ -60,7 +60,10 @@ type Path struct {
 	// the stream for the whole run: backlogged TCP senders of the path's
 	// congestion control, as a download beside a call (at most MaxCross).
 	Cross int
-	CC    CC
+	// CrossUntil, if positive, is when the competing flows stop writing:
+	// what they wrote before still leaves, then the stream is alone.
+	CrossUntil time.Duration
+	CC         CC
 	// Steps change the rate or the round trip at given times.
 	Steps []Step
 }
@@ -118,6 +121,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Path.Loss < 0 || c.Path.Loss >= 1 {
 		return c, fmt.Errorf("%w: loss %v", ErrConfig, c.Path.Loss)
+	}
+	if c.Path.CrossUntil < 0 {
+		return c, fmt.Errorf("%w: competing flows until %v", ErrConfig, c.Path.CrossUntil)
 	}
 	if c.Path.Jitter < 0 {
 		return c, fmt.Errorf("%w: jitter %v", ErrConfig, c.Path.Jitter)
@@ -223,6 +229,9 @@ func newSim(cfg Config) *sim {
 	for _, c := range s.cross {
 		c.write(0, 1<<40)
 	}
+	if len(s.cross) > 0 && cfg.Path.CrossUntil > 0 {
+		s.q.push(cfg.Path.CrossUntil, evCrossEnd, 0)
+	}
 	return s
 }
 
@@ -238,6 +247,10 @@ func (s *sim) dispatch(ev event) {
 		s.flowTCP(ev.flow).onPace(ev.at)
 	case evLoss:
 		s.flowTCP(ev.flow).onLossTimer(ev.at, ev.arg)
+	case evCrossEnd:
+		for _, c := range s.cross {
+			c.written = c.sndNxt // nothing more to send beyond what is in flight
+		}
 	}
 	if ev.kind != evTick && ev.kind != evWrite {
 		s.checkInvite(ev.at)
