@@ -29,12 +29,13 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // the stream sent (the rate sent since within overDrain of the drain
 // rate), is another flow's. The cuts are then undone (the capacity,
 // ceiling and rate from before the first come back) and none follows for
-// shiftTime or two feedback delays, in which the rate climbs as on an
-// empty queue: held there instead, it never reached probing before the
-// other flow's next cycle drew the next cut, and beside one download the
-// stream kept 6.9% of 10 Mb/s (CUBIC, 40 ms) and 20% of 2 Mb/s (BBR,
-// 40 ms) in the path model, at the median of five seeds (10 and 28% with
-// the climb; TestBesideDownload). Only once the base has moved (see
+// shiftTime or two feedback delays (doubled for each undo in a streak:
+// see foreignQueue), in which the rate climbs as on an empty queue: held
+// there instead, it never reached probing before the other flow's next
+// cycle drew the next cut, and beside one download the stream kept 6.9%
+// of 10 Mb/s (CUBIC, 40 ms) and 20% of 2 Mb/s (BBR, 40 ms) in the path
+// model, at the median of five seeds (10 and 28% with the climb, 18 and
+// 42% with the streak; TestBesideDownload). Only once the base has moved (see
 // shifted): before, a halving's queue is not answered by a cut too shallow
 // either, and the drain rate's windowed maximum still remembers the faster
 // path (TestRateControlOnPaths' halvings took 3.5 to 12 s to recover).
@@ -47,12 +48,48 @@ func (c *Controller) answered(o Observation, excess time.Duration) {
 	grown := excess > a.q && excess > c.high
 	sent, drained := c.sentRate(a.at, o.Now), measured(o)
 	carried := sent > 0 && drained > 0 && sent.Scale(1/overDrain) <= drained
+	if c.shift <= c.high {
+		c.foreign.undos = 0 // the base is within the band of the minimum: no streak
+	}
 	if c.shift <= 0 || !grown || !carried {
 		return
 	}
 	c.capacity, c.ceiling = max(c.capacity, a.capacity), max(c.ceiling, a.ceiling)
 	c.rate = max(c.rate, min(a.rate, c.capacity.Scale(cruiseGain)))
-	c.foreign = o.Now.Add(max(shiftTime, 2*c.fb))
+	c.foreign.undo(o.Now, max(shiftTime, 2*c.fb), c.shift)
+}
+
+// foreignQueue is the judgement that the excess is another flow's queue:
+// no cut until a time. Each undo in a streak (while the base stays
+// shifted above the band) doubles the quiet time, up to maxUndos: beside
+// a download each of its cycles drew a cut, and each cut and undo cost
+// the climb back. The judgement ends early once the base's shift falls
+// to half what it was at the last undo: the other flow's queue is gone
+// (the download ended), and the stream's own queue counts again.
+type foreignQueue struct {
+	until time.Time
+	undos int           // in the streak
+	shift time.Duration // the base's shift at the last undo
+}
+
+// undo starts a quiet time of d at now, doubled for each undo before it
+// in the streak, with the base shifted by shift.
+func (f *foreignQueue) undo(now time.Time, d, shift time.Duration) {
+	f.undos = min(f.undos+1, maxUndos)
+	f.until, f.shift = now.Add(d<<(f.undos-1)), shift
+}
+
+// holds reports whether the quiet time lasts at now, with the base
+// shifted by shift; it ends the judgement if the other flow's queue went.
+func (f *foreignQueue) holds(now time.Time, shift time.Duration) bool {
+	if !now.Before(f.until) {
+		return false
+	}
+	if shift < f.shift/2 {
+		*f = foreignQueue{}
+		return false
+	}
+	return true
 }
 
 // congested cuts the rate below the path's capacity, deep enough to drain

@@ -43,6 +43,7 @@ const (
 	overDrain    = 1.1                    // the rate sent over the drain rate that says the excess is its own
 	shiftGrown   = 1.25                   // an excess over this times the last cut's grew since it: not standing
 	shiftFall    = 5 * time.Second        // an excess falling too slowly to be gone within this is standing
+	maxUndos     = 3                      // the quiet time after an undo doubles with each in a streak, up to this many
 	slopeWindow  = 500 * time.Millisecond // the window of the round trip's trend
 	sentWindow   = 500 * time.Millisecond // the window of the sent rate
 	sentKeep     = 3 * time.Second        // how long sent samples are kept
@@ -338,7 +339,7 @@ type Controller struct {
 	firstCeil rate.Bitrate
 	firstSent rate.Bitrate // the rate sent when it came
 	ans       answer       // the first cut since the last was judged, until its queue shows (see answered)
-	foreign   time.Time    // until when the excess is another flow's queue: no cut (see answered)
+	foreign   foreignQueue // the judgement that the excess is another flow's queue (see answered)
 	// congestedOnce says a congestion cut came; startQueue, that the
 	// first one's queue (the start's) has not drained since.
 	congestedOnce, startQueue bool
@@ -693,7 +694,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.answered(o, excess)
 	slope := c.slope(o.Now)
 	// A keyframe's queue is paid back, another flow's not the stream's.
-	foreign := o.Now.Before(c.foreign)
+	foreign := c.foreign.holds(o.Now, c.shift)
 	quiet := o.Now.Before(c.keyUntil) || foreign
 	plan := c.plan.state(o.Now, excess, c.fb+planLag)
 	switch {
