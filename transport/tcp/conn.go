@@ -454,6 +454,16 @@ func (c *Conn) Close() error {
 	return err
 }
 
+// Abort closes the connection at once with a reset (SO_LINGER 0),
+// discarding what the socket has not sent, as an application that quits
+// mid-transfer does; Close instead lets the socket send it first.
+func (c *Conn) Abort() error {
+	if err := c.tc.SetLinger(0); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("tcp: abort: %w", err)
+	}
+	return c.Close()
+}
+
 // invitationLocked builds the Invitation for a decision taken on info with
 // input in.
 func (c *Conn) invitationLocked(info Info, in RuleInput, d Decision, w transport.Wake) transport.Invitation {

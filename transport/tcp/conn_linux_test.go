@@ -761,6 +761,32 @@ func TestPeerReset(t *testing.T) {
 	t.Logf("Wait after reset: %v", o.err)
 }
 
+// TestAbort: a connection aborted with unsent data resets, and its peer
+// reads the reset, not the data the socket held.
+func TestAbort(t *testing.T) {
+	e := newPair(t, Config{Mode: transport.Mode{Policy: transport.Default}}, backlogged(transport.Default))
+	backlog(t, e)
+	if err := e.c.Abort(); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	e.peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var n int64
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := e.peer.Read(buf)
+		n += int64(k)
+		if err != nil {
+			if !errors.Is(err, unix.ECONNRESET) {
+				t.Errorf("the peer read %d bytes, then %v; want a reset", n, err)
+			}
+			break
+		}
+	}
+	if err := e.c.Abort(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Abort again: %v, want net.ErrClosed", err)
+	}
+}
+
 // TestNewRejectsMPTCP checks that New refuses an MPTCP socket, which Go
 // can pick by default, rather than read subflow state as if it were TCP.
 func TestNewRejectsMPTCP(t *testing.T) {
