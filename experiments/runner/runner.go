@@ -67,7 +67,7 @@ func (rn *Runner) workload(spec scenario.Run, p, page *emu.Path, dir string) Wor
 	}
 	v := workload.NewVideo(spec, p, page, dir, rn.Programs, rn.Log)
 	if spec.Cross > 0 {
-		return workload.NewCrossed(v, spec.Cross, p, dir, rn.Programs.Self)
+		return workload.NewCrossed(v, spec.Cross, spec.CrossFor, p, dir, rn.Programs.Self)
 	}
 	return v
 }

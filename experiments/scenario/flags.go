@@ -50,6 +50,7 @@ type Flags struct {
 	Drain      time.Duration
 	Browser    bool
 	Cross      int
+	CrossFor   time.Duration
 	MaxRes     string
 	FPS        int
 	Bitrate    string
@@ -95,6 +96,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.MTU, "mtu", f.MTU, "MTU of the emulated path in `bytes` (576 to 1500; 0 means 1500); 1280 gives TCP an MSS of 1228, as on the published table's path")
 	fs.DurationVar(&f.Drain, "drain", f.Drain, "after the window, at most this `time` for the data written in it to leave the host (what has not counts as a lower bound)")
 	fs.IntVar(&f.Cross, "cross", f.Cross, "video: `flows` of competing traffic sharing the path for the whole run (bulk TCP, 64 KiB writes, no SBM, the path's congestion control), 0 to 4")
+	fs.DurationVar(&f.CrossFor, "cross-for", f.CrossFor, "video: the competing flows (--cross) send for this `time` from the start, then stop; 0: the whole run")
 	fs.BoolVar(&f.Browser, "browser", f.Browser, "video: also measure capture to displayed in headless Chromium")
 	fs.StringVar(&f.MaxRes, "max-res", f.MaxRes, "video: largest resolution `WxH` the sender may send (default the sender's)")
 	fs.IntVar(&f.FPS, "fps", f.FPS, "video: the source's frame `rate` in frames per second, 1 to 120 (default the sender's, 30)")
@@ -175,6 +177,9 @@ func (f Flags) proto() (Run, error) {
 	if f.Cross < 0 || f.Cross > MaxCross {
 		return Run{}, fmt.Errorf("%w: --cross %d: want 0 to %d flows", ErrSpec, f.Cross, MaxCross)
 	}
+	if f.CrossFor < 0 || (f.CrossFor > 0 && f.Cross == 0) {
+		return Run{}, fmt.Errorf("%w: --cross-for %v: want a positive time, with --cross", ErrSpec, f.CrossFor)
+	}
 	page, err := f.pageLeg(w)
 	if err != nil {
 		return Run{}, err
@@ -183,7 +188,7 @@ func (f Flags) proto() (Run, error) {
 	return Run{
 		Path: path, Workload: w, Warmup: f.Warmup, Duration: f.Duration, Drain: f.Drain,
 		Browser: f.Browser || page != nil, MaxRes: f.MaxRes, FPS: f.FPS, Bitrate: bitrate, Scenario: f.Scenario, Page: page,
-		Cross: f.Cross,
+		Cross: f.Cross, CrossFor: f.CrossFor,
 	}, nil
 }
 

@@ -454,8 +454,11 @@ type Run struct {
 	// the whole run: bulk TCP senders of 64 KiB writes without SBM, the
 	// path's congestion control, from the sender's side to a sink on the
 	// receiver's (MaxCross at most).
-	Cross  int    `json:",omitempty"`
-	MaxRes string // video: largest resolution, "" for the sender's default
+	Cross int `json:",omitempty"`
+	// CrossFor, if positive, is how long from the start the competing
+	// flows send; then they stop, and the video has the path alone.
+	CrossFor time.Duration `json:",omitempty"`
+	MaxRes   string        // video: largest resolution, "" for the sender's default
 	// FPS is the video source's frame rate; 0 for the sender's default
 	// (30), MaxFPS at most.
 	FPS int `json:",omitempty"`
@@ -468,6 +471,12 @@ type Run struct {
 	// second emulated path from the viewer's namespace); nil: the page, if
 	// any, reaches the viewer over loopback.
 	Page *PageLeg `json:",omitempty"`
+}
+
+// CrossInWindow reports whether competing flows share the measured
+// window: Cross is positive and CrossFor, if set, runs past the warm-up.
+func (s Run) CrossInWindow() bool {
+	return s.Cross > 0 && (s.CrossFor <= 0 || s.CrossFor > s.Warmup)
 }
 
 // MaxCross caps Run.Cross.
@@ -549,6 +558,9 @@ func (s Run) ID() string {
 	}
 	if s.Cross > 0 {
 		parts = append(parts, "cross"+strconv.Itoa(s.Cross))
+		if s.CrossFor > 0 {
+			parts[len(parts)-1] += "for" + s.CrossFor.String()
+		}
 	}
 	if s.FPS > 0 {
 		parts = append(parts, "fps"+strconv.Itoa(s.FPS))
@@ -615,6 +627,9 @@ func (s Run) Title() string {
 		parts = append(parts, "a competing bulk flow")
 	default:
 		parts = append(parts, strconv.Itoa(s.Cross)+" competing bulk flows")
+	}
+	if s.Cross > 0 && s.CrossFor > 0 {
+		parts[len(parts)-1] += " for the first " + s.CrossFor.String()
 	}
 	if s.FPS > 0 {
 		parts = append(parts, strconv.Itoa(s.FPS)+" fps")

@@ -263,6 +263,10 @@ func TestRunIDAndScenario(t *testing.T) {
 			s.Workload, s.Browser, s.Bitrate, s.Cross, s.FPS = Workload{Kind: KindVideo}, true, 500*rate.Kbps, 2, 15
 		}, id: "2mbit-172ms-video-replenish=15ms-q50ms-loss0.01-jitter10ms-bbr-sndbuf0-mtu1280-sched1-br500kbit-cross2-fps15-browser",
 			scenario: "video, 2.00 Mb/s, 172 ms RTT, 50 ms queue, 1% loss, 10 ms jitter, MTU 1280, bbr, Linux's initial send buffer, schedule 1s=1mbit, sender bitrate 500 kb/s, 2 competing bulk flows, 15 fps, browser"},
+		{name: "a download that ends", change: func(s *Run) {
+			s.Workload, s.Cross, s.CrossFor = Workload{Kind: KindVideo}, 1, 20*time.Second
+		}, id: "2mbit-172ms-video-replenish=15ms-cross1for20s",
+			scenario: "video, 2.00 Mb/s, 172 ms RTT, 200 ms queue, a competing bulk flow for the first 20s"},
 		{name: "given scenario", change: func(s *Run) { s.Scenario = "Nagle trap" },
 			id: "2mbit-172ms-bulk64KiB-replenish=15ms", scenario: "Nagle trap"},
 	}
@@ -315,14 +319,14 @@ func TestFlags(t *testing.T) {
 		}},
 		{name: "all flags", args: []string{"--rate", "86mbit", "--rtt", "40ms", "--queue", "100ms", "--loss", "0.001", "--jitter", "5ms",
 			"--schedule", "10s=10mbit", "--modes", "lowat=15000", "--workload", "video", "--duration", "10s", "--warmup", "1s",
-			"--cc", "bbr", "--sndbuf", "0", "--mtu", "1280", "--drain", "0s", "--browser", "--max-res", "640x360", "--fps", "15", "--bitrate", "1500kbit", "--scenario", "x", "--cross", "1"},
+			"--cc", "bbr", "--sndbuf", "0", "--mtu", "1280", "--drain", "0s", "--browser", "--max-res", "640x360", "--fps", "15", "--bitrate", "1500kbit", "--scenario", "x", "--cross", "1", "--cross-for", "20s"},
 			check: func(t *testing.T, specs []Run) {
 				s := specs[0]
 				want := Run{
 					Path: Path{Rate: 86 * rate.Mbps, RTT: 40 * time.Millisecond, Queue: 100 * time.Millisecond, Loss: 0.001, Jitter: 5 * time.Millisecond,
 						Schedule: []Step{{At: 10 * time.Second, Rate: 10 * rate.Mbps}}, CC: "bbr", MTU: 1280},
 					Transport: TCP, Mode: mustMode("lowat=15000"), Workload: Workload{Kind: KindVideo}, Warmup: time.Second, Duration: 10 * time.Second,
-					Browser: true, MaxRes: "640x360", FPS: 15, Bitrate: 1500 * rate.Kbps, Scenario: "x", Cross: 1,
+					Browser: true, MaxRes: "640x360", FPS: 15, Bitrate: 1500 * rate.Kbps, Scenario: "x", Cross: 1, CrossFor: 20 * time.Second,
 				}
 				if len(specs) != 1 || !reflect.DeepEqual(s, want) {
 					t.Errorf("spec\n %+v\nwant\n %+v", s, want)
@@ -347,6 +351,8 @@ func TestFlags(t *testing.T) {
 		{name: "cross without video", args: []string{"--cross", "1"}, wantErr: "video workload only"},
 		{name: "too many competing flows", args: []string{"--workload", "video", "--cross", "5"}, wantErr: "--cross"},
 		{name: "negative competing flows", args: []string{"--workload", "video", "--cross", "-1"}, wantErr: "--cross"},
+		{name: "cross-for without cross", args: []string{"--workload", "video", "--cross-for", "20s"}, wantErr: "--cross-for"},
+		{name: "negative cross-for", args: []string{"--workload", "video", "--cross", "1", "--cross-for", "-1s"}, wantErr: "--cross-for"},
 		{name: "bad max-res", args: []string{"--workload", "video", "--max-res", "big"}, wantErr: "--max-res"},
 		{name: "page leg", args: []string{"--workload", "video", "--modes", "default", "--page-rate", "1mbit",
 			"--page-schedule", "15s=500kbit", "--page-modes", "replenish=15ms,default"},

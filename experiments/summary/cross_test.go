@@ -45,7 +45,18 @@ func TestCrossFields(t *testing.T) {
 	if err := crossFields(&r, in, raw); err != nil || r.CrossGoodputBps != nil || !strings.Contains(strings.Join(r.Notes, "\n"), "competing flow 2: no sink records") {
 		t.Errorf("a missing sink's records: error %v, goodput %v, notes %q; want none, unknown and a note", err, r.CrossGoodputBps, r.Notes)
 	}
-	in.Spec.Cross = 0
+	// Flows that ended before the window (--cross-for within the
+	// warm-up) leave the run the video's alone, with a note.
+	in.Spec.CrossFor = in.Spec.Warmup
+	if r := (report.Run{}); crossFields(&r, in, raw) != nil || r.CrossFlows != 0 || r.CrossGoodputBps != nil ||
+		!strings.Contains(strings.Join(r.Notes, "\n"), "before the window") {
+		t.Errorf("competing flows that ended before the window: %+v", r)
+	}
+	in.Spec.CrossFor = in.Spec.Warmup + time.Second
+	if r := (report.Run{}); crossFields(&r, in, raw) != nil || r.CrossFlows != 2 {
+		t.Errorf("competing flows that ended in the window: %+v, want them counted", r)
+	}
+	in.Spec.Cross, in.Spec.CrossFor = 0, 0
 	if r := (report.Run{}); crossFields(&r, in, raw) != nil || r.CrossFlows != 0 || r.CrossGoodputBps != nil {
 		t.Errorf("without competing flows: %+v", r)
 	}

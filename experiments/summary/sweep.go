@@ -232,7 +232,7 @@ func drainRatio(in Input, win []joinedFrame) (*metrics.Percentiles, string) {
 // records from before they were kept), or when competing flows shared the
 // link's bytes.
 func payloadShare(in Input, win []joinedFrame) float64 {
-	if in.Spec.Cross > 0 {
+	if in.Spec.CrossInWindow() {
 		return 0
 	}
 	ip := in.Final.Forward.Total.Rate()

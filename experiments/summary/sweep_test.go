@@ -97,7 +97,11 @@ func TestSweepFieldsOfVideo(t *testing.T) {
 	if w, _ := summarizeVideo(in, v); !near(*w.FloorMs, 20+43.2+3, 1e-9) || !floorNote(w) {
 		t.Errorf("floor %v ms (notes %q) beside a competing flow, want 66.2 and a note", *w.FloorMs, w.Notes)
 	}
-	in.Spec.Cross = 0
+	in.Spec.CrossFor = in.Spec.Warmup // they ended before the window: the headers again
+	if w, _ := summarizeVideo(in, v); !near(*w.FloorMs, 20+53.333+3, 1e-3) || floorNote(w) {
+		t.Errorf("floor %v ms (notes %q) after the competing flow ended, want 76.33", *w.FloorMs, w.Notes)
+	}
+	in.Spec.Cross, in.Spec.CrossFor = 0, 0
 	if r.IdleFraction != nil || r.RecoveryS != nil {
 		t.Errorf("idle fraction %v and recoveries %v without idle spans or a schedule", r.IdleFraction, r.RecoveryS)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"replenish/experiments/emu"
 	"replenish/experiments/proc"
@@ -22,11 +23,14 @@ const CrossPort = 9100
 // path: each a bulk-sink on the receiver's side and a bulk-send of
 // scenario.DefaultBulkWrite writes without SBM (the path's congestion
 // control, the sender side's send buffer) from the sender's side, started
-// with the workload's own sides and stopped before them. The competing
-// processes count among Procs, so that one that exits early fails the run.
+// with the workload's own sides and stopped before them; with a positive
+// duration the senders end their flows that long after they start (Spec.For).
+// The competing processes count among Procs, so that one that exits early
+// fails the run.
 type Crossed struct {
 	Runnable // the workload; Quiesce, Drained and Live are its
 	n        int
+	d        time.Duration
 	p        *emu.Path
 	dir      string
 	self     string
@@ -35,10 +39,10 @@ type Crossed struct {
 	sinks, sends []*proc.Proc
 }
 
-// NewCrossed returns w with n competing flows on p, their files in dir,
-// run by the program self.
-func NewCrossed(w Runnable, n int, p *emu.Path, dir, self string) *Crossed {
-	return &Crossed{Runnable: w, n: n, p: p, dir: dir, self: self}
+// NewCrossed returns w with n competing flows on p for d (0: until
+// stopped), their files in dir, run by the program self.
+func NewCrossed(w Runnable, n int, d time.Duration, p *emu.Path, dir, self string) *Crossed {
+	return &Crossed{Runnable: w, n: n, d: d, p: p, dir: dir, self: self}
 }
 
 func (c *Crossed) addr(i int) string { return fmt.Sprintf("%s:%d", c.p.ReceiverAddr(), CrossPort+i) }
@@ -72,7 +76,7 @@ func (c *Crossed) StartSender(ctx context.Context) error {
 	}
 	for i := range c.n {
 		spec := Spec{Role: BulkSend, Addr: c.addr(i), Mode: transport.Mode{Policy: transport.Default},
-			Size: scenario.DefaultBulkWrite, Records: filepath.Join(c.dir, records.CrossSendFile(i))}
+			Size: scenario.DefaultBulkWrite, For: c.d, Records: filepath.Join(c.dir, records.CrossSendFile(i))}
 		name := fmt.Sprintf("cross-%d-send", i+1)
 		pr, err := proc.Start(c.p.SenderNS(), name, append([]string{c.self}, spec.Args()...), filepath.Join(c.dir, name+".log"), nil)
 		if err != nil {

@@ -271,7 +271,7 @@ func (sc *sender) finish() error {
 }
 
 // bulkSend connects to a sink and writes spec.Size bytes at every
-// invitation until stopped.
+// invitation until stopped, or until spec.For has passed.
 func bulkSend(ctx context.Context, spec Spec, stdout io.Writer) error {
 	sc, err := startSending(ctx, spec, nil, nil, stdout)
 	if err != nil {
@@ -289,6 +289,17 @@ func bulkSend(ctx context.Context, spec Spec, stdout io.Writer) error {
 		case <-wctx.Done():
 		}
 	})
+	if spec.For > 0 {
+		// The download ends: what the socket holds is dropped with a
+		// reset, so that the path is the video's from then on (a send
+		// buffer's backlog would take seconds more). The process then
+		// stays, as drain does, until the run stops it.
+		t := time.AfterFunc(spec.For, func() {
+			cancelWrites()
+			sc.c.Abort()
+		})
+		defer t.Stop()
+	}
 	for id := uint64(0); wctx.Err() == nil; id++ {
 		inv, err := sc.c.Wait(wctx)
 		if err != nil {

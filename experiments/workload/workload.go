@@ -101,6 +101,7 @@ type Spec struct {
 	Addr    string         // sending: where to connect (-to); receiving: where to listen (-listen)
 	Mode    transport.Mode // sending: the send-buffer mode
 	Size    int            // bulk-send: bytes per write
+	For     time.Duration  // bulk-send: stop writing after this long (0: until stopped), then idle until stopped
 	Records string         // the records file; rr-server has none
 }
 
@@ -112,6 +113,9 @@ func (s Spec) Args() []string {
 		args = append(args, "-to", s.Addr, "-mode", s.Mode.String())
 		if s.Role == BulkSend {
 			args = append(args, "-size", strconv.Itoa(s.Size))
+			if s.For > 0 {
+				args = append(args, "-for", s.For.String())
+			}
 		}
 	default:
 		args = append(args, "-listen", s.Addr)
@@ -136,7 +140,8 @@ func ParseSpec(role Role, args []string, out io.Writer) (Spec, error) {
 		need = "need -to and -records"
 		if role == BulkSend {
 			fs.IntVar(&s.Size, "size", s.Size, "`bytes` per write")
-			need = "need -to, -records and -size from 1 B to 64 MiB"
+			fs.DurationVar(&s.For, "for", 0, "stop writing after this `time`, then idle until stopped (0: write until stopped)")
+			need = "need -to, -records, -size from 1 B to 64 MiB and -for not negative"
 		}
 	case BulkSink, RRServer:
 		fs.StringVar(&s.Addr, "listen", "", "`host:port` to listen on")
@@ -156,7 +161,7 @@ func ParseSpec(role Role, args []string, out io.Writer) (Spec, error) {
 	if fs.NArg() > 0 {
 		return s, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if s.Addr == "" || (role != RRServer && s.Records == "") || s.Size < 1 || s.Size > scenario.MaxBulkWrite {
+	if s.Addr == "" || (role != RRServer && s.Records == "") || s.Size < 1 || s.Size > scenario.MaxBulkWrite || s.For < 0 {
 		return s, errors.New(need)
 	}
 	return s, nil

@@ -50,6 +50,7 @@ func TestSpecArgs(t *testing.T) {
 	replenish, _ := transport.ParseMode("replenish=15ms+nagle")
 	for _, s := range []Spec{
 		{Role: BulkSend, Addr: "10.0.0.2:9000", Mode: replenish, Size: 512, Records: "/r/send.jsonl"},
+		{Role: BulkSend, Addr: "10.0.0.2:9000", Mode: transport.Mode{Policy: transport.Default}, Size: 65536, For: 20 * time.Second, Records: "/r/send.jsonl"},
 		{Role: BulkSink, Addr: "10.0.0.2:9000", Records: "/r/sink.jsonl"},
 		{Role: RRClient, Addr: "10.0.0.2:9000", Mode: transport.Mode{Policy: transport.Default, Nagle: true}, Records: "/r/send.jsonl"},
 		{Role: RRServer, Addr: "10.0.0.2:9000"},
@@ -83,8 +84,9 @@ func TestParseSpecErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{BulkSend, []string{"-to", "x:1", "-records", "r", "-size", "0"}, "need -to, -records and -size"},
+		{BulkSend, []string{"-to", "x:1", "-records", "r", "-size", "0"}, "need -to, -records, -size"},
 		{BulkSend, []string{"-to", "x:1"}, "need -to, -records"},
+		{BulkSend, []string{"-to", "x:1", "-records", "r", "-for", "-1s"}, "-for not negative"},
 		{BulkSink, []string{"-listen", "x:1"}, "need -listen and -records"},
 		{RRClient, []string{"-to", "x:1", "-mode", "sometimes", "-records", "r"}, "invalid value"},
 		{RRServer, nil, "need -listen"},
