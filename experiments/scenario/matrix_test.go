@@ -201,7 +201,7 @@ func TestSweepAndTransportsFiles(t *testing.T) {
 		{"transports.txt", 96, checkTransports},
 		{"faults.txt", 4, checkFaults},
 		{"jitter.txt", 20, checkJitter},
-		{"cross.txt", 16, checkCross},
+		{"cross.txt", 20, checkCross},
 		{"lowrate.txt", 14, checkLowRate},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -319,16 +319,24 @@ func checkJitter(t *testing.T, specs []Run) {
 }
 
 // checkCross checks cross.txt: on every path one competing flow, and TCP
-// with and without SBM, QUIC with SBM and WebRTC.
+// with and without SBM, QUIC with SBM and WebRTC; at 2 Mb/s and 40 ms the
+// same again with a download that ends before the window.
 func checkCross(t *testing.T, specs []Run) {
 	got := map[string]bool{}
 	for _, s := range specs {
 		if s.Workload.Kind != KindVideo || s.Cross != 1 {
 			t.Errorf("%s: want video with one competing flow", s.ID())
 		}
-		got[FormatRate(s.Path.Rate)+"-"+fmtDur(s.Path.RTT)+"-"+s.Path.CC+"-"+s.TransportName()+"-"+s.ModeName()] = true
+		p := FormatRate(s.Path.Rate) + "-" + fmtDur(s.Path.RTT) + "-" + s.Path.CC
+		if s.CrossFor > 0 {
+			if s.CrossInWindow() {
+				t.Errorf("%s: the download should end before the window", s.ID())
+			}
+			p += "-ends"
+		}
+		got[p+"-"+s.TransportName()+"-"+s.ModeName()] = true
 	}
-	for _, p := range []string{"2mbit-40ms-cubic", "10mbit-40ms-cubic", "2mbit-172ms-cubic", "2mbit-40ms-bbr"} {
+	for _, p := range []string{"2mbit-40ms-cubic", "10mbit-40ms-cubic", "2mbit-172ms-cubic", "2mbit-40ms-bbr", "2mbit-40ms-cubic-ends"} {
 		for _, k := range []string{"tcp-replenish=15ms", "tcp-default", "quic-replenish=15ms", "webrtc-gcc"} {
 			if !got[p+"-"+k] {
 				t.Errorf("cross.txt lacks %s-%s", p, k)
