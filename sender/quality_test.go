@@ -1014,3 +1014,32 @@ func TestControllerStartQueueKeepsDrainRate(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignQueueStreak checks the quiet time after an undo: doubled for
+// each undo in a streak; over at once when the base's shift halves (the
+// other flow's queue went); and in the time the streak added, over when
+// the stream sends more than the path delivers of it.
+func TestForeignQueueStreak(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const d, shift = 2 * time.Second, 100 * time.Millisecond
+	var f foreignQueue
+	for k, want := range []time.Duration{d, 2 * d, 4 * d, 4 * d} {
+		f.undo(t0, d, shift)
+		if f.until.Sub(t0) != want || f.undos != min(k+1, maxUndos) {
+			t.Fatalf("undo %d: quiet for %v (streak %d), want %v", k+1, f.until.Sub(t0), f.undos, want)
+		}
+	}
+	if !f.holds(t0.Add(d/2), shift, true) {
+		t.Error("the stream's own excess ended the quiet time an undo gives without a streak")
+	}
+	if !f.holds(t0.Add(3*d), shift, false) || f.holds(t0.Add(4*d), shift, false) {
+		t.Error("the extended quiet time did not last until its end, or outlasted it")
+	}
+	if !f.holds(t0.Add(3*d), shift, false) || f.holds(t0.Add(3*d), shift, true) || f.undos != 0 {
+		t.Errorf("the stream's own excess in the streak's time did not end it and the streak: %+v", f)
+	}
+	f.undo(t0, d, shift)
+	if !f.holds(t0.Add(d/2), shift/2, false) || f.holds(t0.Add(d/2), shift/2-1, false) || f.undos != 0 {
+		t.Errorf("a base that fell to under half its shift did not end the quiet time and the streak: %+v", f)
+	}
+}
