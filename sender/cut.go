@@ -34,8 +34,8 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // there instead, it never reached probing before the other flow's next
 // cycle drew the next cut, and beside one download the stream kept 6.9%
 // of 10 Mb/s (CUBIC, 40 ms) and 20% of 2 Mb/s (BBR, 40 ms) in the path
-// model, at the median of five seeds (10 and 28% with the climb, 19 and
-// 42% with the streak; TestBesideDownload). Only once the base has moved (see
+// model, at the median of five seeds (10 and 28% with the climb, 11 and
+// 39% with the streak; TestBesideDownload). Only once the base has moved (see
 // shifted): before, a halving's queue is not answered by a cut too shallow
 // either, and the drain rate's windowed maximum still remembers the faster
 // path (TestRateControlOnPaths' halvings took 3.5 to 12 s to recover).
