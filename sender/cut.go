@@ -82,14 +82,14 @@ func (f *foreignQueue) undo(now time.Time, d, shift time.Duration) {
 
 // holds reports whether the quiet time lasts at now, with the base
 // shifted by shift. It ends the judgement, streak and all, if the other
-// flow's queue went, or, in the time the streak added, if the stream
-// sends more than the path delivers of it (own): the queue then grows by
-// the stream's own excess.
-func (f *foreignQueue) holds(now time.Time, shift time.Duration, own bool) bool {
+// flow's queue went, or, in the time the streak added, if own reports
+// that the stream sends more than the path delivers of it (asked only
+// then).
+func (f *foreignQueue) holds(now time.Time, shift time.Duration, own func() bool) bool {
 	if !now.Before(f.until) {
 		return false
 	}
-	if shift < f.shift/2 || (own && !now.Before(f.first)) {
+	if shift < f.shift/2 || (!now.Before(f.first) && own()) {
 		*f = foreignQueue{}
 		return false
 	}
@@ -97,12 +97,12 @@ func (f *foreignQueue) holds(now time.Time, shift time.Duration, own bool) bool 
 }
 
 // overDrained reports whether the rate sent over the last sentWindow is
-// more than overDrain times the drain rate: beside another flow's queue
-// the path delivers what the stream sends (a FIFO shares it by arrivals),
-// so a queue that grows while it does not is the stream's own. (Alone
-// after a download ended, an undo judged the stream's own probe's queue
-// another flow's, and the streak let it climb to 3.4 Mb/s on a 2 Mb/s
-// path for 7 s.)
+// more than overDrain times the drain rate: the stream's own queue grows.
+// Alone after a download ended, an undo judged the stream's own probe's
+// queue another flow's, and the streak let it climb to 3.4 Mb/s on a
+// 2 Mb/s path for 7 s. Beside a download that fills the buffer it holds
+// too once the stream pushes past what it gets, and the streak then ends:
+// most of the streak's gain beside CUBIC went with it (NOTEBOOK).
 func (c *Controller) overDrained(o Observation) bool {
 	d := measured(o)
 	return d > 0 && c.sentRate(o.Now.Add(-sentWindow), o.Now) > d.Scale(overDrain)

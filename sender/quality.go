@@ -695,7 +695,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.answered(o, excess)
 	slope := c.slope(o.Now)
 	// A keyframe's queue is paid back, another flow's not the stream's.
-	foreign := c.foreign.holds(o.Now, c.shift, c.overDrained(o))
+	foreign := c.foreign.holds(o.Now, c.shift, func() bool { return c.overDrained(o) })
 	quiet := o.Now.Before(c.keyUntil) || foreign
 	plan := c.plan.state(o.Now, excess, c.fb+planLag)
 	switch {

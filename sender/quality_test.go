@@ -1022,6 +1022,7 @@ func TestControllerStartQueueKeepsDrainRate(t *testing.T) {
 func TestForeignQueueStreak(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	const d, shift = 2 * time.Second, 100 * time.Millisecond
+	yes, no := func() bool { return true }, func() bool { return false }
 	var f foreignQueue
 	for k, want := range []time.Duration{d, 2 * d, 4 * d, 4 * d} {
 		f.undo(t0, d, shift)
@@ -1029,17 +1030,17 @@ func TestForeignQueueStreak(t *testing.T) {
 			t.Fatalf("undo %d: quiet for %v (streak %d), want %v", k+1, f.until.Sub(t0), f.undos, want)
 		}
 	}
-	if !f.holds(t0.Add(d/2), shift, true) {
+	if !f.holds(t0.Add(d/2), shift, yes) {
 		t.Error("the stream's own excess ended the quiet time an undo gives without a streak")
 	}
-	if !f.holds(t0.Add(3*d), shift, false) || f.holds(t0.Add(4*d), shift, false) {
+	if !f.holds(t0.Add(3*d), shift, no) || f.holds(t0.Add(4*d), shift, no) {
 		t.Error("the extended quiet time did not last until its end, or outlasted it")
 	}
-	if !f.holds(t0.Add(3*d), shift, false) || f.holds(t0.Add(3*d), shift, true) || f.undos != 0 {
+	if !f.holds(t0.Add(3*d), shift, no) || f.holds(t0.Add(3*d), shift, yes) || f.undos != 0 {
 		t.Errorf("the stream's own excess in the streak's time did not end it and the streak: %+v", f)
 	}
 	f.undo(t0, d, shift)
-	if !f.holds(t0.Add(d/2), shift/2, false) || f.holds(t0.Add(d/2), shift/2-1, false) || f.undos != 0 {
+	if !f.holds(t0.Add(d/2), shift/2, no) || f.holds(t0.Add(d/2), shift/2-1, no) || f.undos != 0 {
 		t.Errorf("a base that fell to under half its shift did not end the quiet time and the streak: %+v", f)
 	}
 }

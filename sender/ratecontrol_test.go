@@ -572,6 +572,21 @@ func TestStartFarAbovePath(t *testing.T) {
 	}
 }
 
+// downloadPath is a path the stream shares with one download of its
+// congestion control, over a 200 ms buffer.
+type downloadPath struct {
+	rate rate.Bitrate
+	rtt  time.Duration
+	cc   pathmodel.CC
+}
+
+func (d downloadPath) name() string { return fmt.Sprintf("%v,%s,%v", d.cc, short(d.rate), d.rtt) }
+
+// path returns the model's path; a positive until ends the download then.
+func (d downloadPath) path(until time.Duration) pathmodel.Path {
+	return pathmodel.Path{Rate: d.rate, RTT: d.rtt, Queue: 200 * time.Millisecond, CC: d.cc, Cross: 1, CrossUntil: until}
+}
+
 // TestBesideDownload runs the stream beside one download (CUBIC or BBR)
 // on the same bottleneck and requires the share of the link it keeps not
 // to fall back: the controller reads the download's queue as congestion,
@@ -588,22 +603,19 @@ func TestBesideDownload(t *testing.T) {
 		t.Skip("runs without the race detector (test.sh)")
 	}
 	for _, tc := range []struct {
-		rate rate.Bitrate
-		rtt  time.Duration
-		cc   pathmodel.CC
+		downloadPath
 		want float64
 	}{
-		{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic, 0.10},
-		{2 * rate.Mbps, 172 * time.Millisecond, pathmodel.Cubic, 0.20},
-		{10 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic, 0.09},
-		{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.BBR, 0.35},
-		{10 * rate.Mbps, 80 * time.Millisecond, pathmodel.BBR, 0.28},
+		{downloadPath{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic}, 0.10},
+		{downloadPath{2 * rate.Mbps, 172 * time.Millisecond, pathmodel.Cubic}, 0.20},
+		{downloadPath{10 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic}, 0.09},
+		{downloadPath{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.BBR}, 0.35},
+		{downloadPath{10 * rate.Mbps, 80 * time.Millisecond, pathmodel.BBR}, 0.28},
 	} {
-		t.Run(fmt.Sprintf("%v,%s,%v", tc.cc, short(tc.rate), tc.rtt), func(t *testing.T) {
+		t.Run(tc.name(), func(t *testing.T) {
 			var shares []float64
 			for k := range 5 {
-				p := pathmodel.Path{Rate: tc.rate, RTT: tc.rtt, Queue: 200 * time.Millisecond, CC: tc.cc, Cross: 1}
-				r, err := pathmodel.Run(pathmodel.Config{Path: p, Seed: uint64(k*1000 + 3)})
+				r, err := pathmodel.Run(pathmodel.Config{Path: tc.path(0), Seed: uint64(k*1000 + 3)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -628,22 +640,17 @@ func TestAfterDownload(t *testing.T) {
 	if raceEnabled {
 		t.Skip("runs without the race detector (test.sh)")
 	}
-	for _, tc := range []struct {
-		rate rate.Bitrate
-		rtt  time.Duration
-		cc   pathmodel.CC
-	}{
+	for _, tc := range []downloadPath{
 		{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic},
 		{2 * rate.Mbps, 172 * time.Millisecond, pathmodel.Cubic},
 		{5 * rate.Mbps, 20 * time.Millisecond, pathmodel.Cubic},
 		{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.BBR},
 	} {
-		t.Run(fmt.Sprintf("%v,%s,%v", tc.cc, short(tc.rate), tc.rtt), func(t *testing.T) {
+		t.Run(tc.name(), func(t *testing.T) {
 			var utils []float64
 			broken := 0
 			for k := range 9 {
-				p := pathmodel.Path{Rate: tc.rate, RTT: tc.rtt, Queue: 200 * time.Millisecond, CC: tc.cc, Cross: 1, CrossUntil: 25 * time.Second}
-				r, err := pathmodel.Run(pathmodel.Config{Path: p, Seed: uint64(k*1000 + 3), Warmup: 30 * time.Second})
+				r, err := pathmodel.Run(pathmodel.Config{Path: tc.path(25 * time.Second), Seed: uint64(k*1000 + 3), Warmup: 30 * time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}
