@@ -9,7 +9,18 @@ cd "$(dirname "$0")"
 scripts/deps.sh --browser
 go mod download
 go vet ./...
-go test -race -count=1 -timeout 20m ./... "$@"
+# A race report is printed when the race happens, before the failing
+# test's own log: on failure the reports are repeated last, where a
+# truncated log still shows them.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! go test -race -count=1 -timeout 20m ./... "$@" 2>&1 | tee "$log"; then
+	if grep -q '^WARNING: DATA RACE' "$log"; then
+		echo "=== the data races reported above, again:"
+		awk '/^WARNING: DATA RACE/,/^==================$/' "$log" | head -n 300
+	fi
+	exit 1
+fi
 # The rate controller on the path model, every path with fifteen seeds: a
 # pure computation the race detector only slows tenfold, so it runs
 # without it (under -race the test skips itself).

@@ -244,8 +244,10 @@ func TestWHEPRefusals(t *testing.T) {
 
 // WHIP and WHEP sessions whose peers never connect (the answer is never
 // applied) are dropped after StallTimeout, and leave no goroutine behind.
+// The timeout is a second: the TCP sender must not stall out before it has
+// sent its frame on a loaded machine (at 300 ms it did).
 func TestRTCSessionsThatNeverConnect(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.StallTimeout = 300 * time.Millisecond })
+	ts := startServer(t, func(c *Config) { c.StallTimeout = time.Second })
 	fs := dialSender(t, ts, "tcp")
 	if _, err := fs.sendFrame(fakeVP8(true, 320, 180, 1000), time.Now()); err != nil {
 		t.Fatal(err)
