@@ -13,8 +13,9 @@ import (
 // crossFields sets r's competing flows (--cross): how many, what their
 // sinks received in the window together, and a note with the shares of the
 // link; if they ended before the window (--cross-for), only a note, and
-// the run is judged as the video's alone. A sink without records leaves the goodput unknown, with a note; a
-// sink's records that cannot be read fail it.
+// the run is judged as the video's alone. A sink without records leaves
+// the goodput unknown, with a note; a sink's records that cannot be read
+// fail it.
 func crossFields(r *report.Run, in Input, raw string) error {
 	n := in.Spec.Cross
 	if n <= 0 {
