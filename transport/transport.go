@@ -74,6 +74,16 @@ type Invitation struct {
 	// Such a transport invites every source frame.
 	Target bool
 
+	// HeadWait is how long the newest frame whose predecessor has been
+	// acknowledged in full waited at the bottleneck behind that
+	// predecessor's tail (HeadWatch): the acknowledgement less the
+	// frame's write and MinRTT; negative when it met no queue of the
+	// stream's own. HeadWaitAt is that frame's write, zero where the
+	// transport does not measure it (TCP measures it from
+	// SCM_TSTAMP_ACK stamps).
+	HeadWait   time.Duration
+	HeadWaitAt time.Time
+
 	// Drain records the drain-rate estimator's latest input and output.
 	Drain DrainRecord
 }

@@ -62,10 +62,11 @@ type Stats struct {
 	RecordsStamped, RecordsUnstamped, RecordsEvicted uint64
 	// Pending is how many records await their departure stamp now.
 	Pending int
-	// Timestamps read from the error queue: SCM_TSTAMP_SND (used),
-	// SCM_TSTAMP_SCHED (counted), others, SND stamps that matched no
-	// pending record, and messages that failed to parse.
-	StampsSent, StampsSched, StampsOther, StampsUnmatched, ErrQueueErrors uint64
+	// Timestamps read from the error queue: SCM_TSTAMP_SND (departures),
+	// SCM_TSTAMP_ACK (acknowledgements, see transport.HeadWatch), others,
+	// SND stamps that matched no pending record, and messages that failed
+	// to parse.
+	StampsSent, StampsAcked, StampsOther, StampsUnmatched, ErrQueueErrors uint64
 
 	// From the latest TCP_INFO reading a Wait took.
 	TotalRetrans int    // segments retransmitted
@@ -108,6 +109,7 @@ type Conn struct {
 	lowat   uint32 // TCP_NOTSENT_LOWAT as last set
 	offset  uint64 // bytes written since timestamping was enabled
 	pending *pendingQueue
+	heads   transport.HeadWatch    // frames' writes against their predecessors' acknowledgements
 	done    []transport.SendRecord // completed records awaiting OnSent
 	infoBuf [infoBufLen]byte
 	oob     [oobLen]byte
@@ -343,9 +345,13 @@ func (c *Conn) Write(id uint64, b []byte) error {
 		c.offset += uint64(n)
 		if c.opts.Timestamping == 0 {
 			c.finishLocked(rec)
-		} else if old, evicted := c.pending.push(rec, c.opts.KeyBase+uint32(c.offset-1)); evicted {
-			c.stats.RecordsEvicted++
-			c.finishLocked(old)
+		} else {
+			key := c.opts.KeyBase + uint32(c.offset-1)
+			c.heads.Written(key, start)
+			if old, evicted := c.pending.push(rec, key); evicted {
+				c.stats.RecordsEvicted++
+				c.finishLocked(old)
+			}
 		}
 	}
 	c.stats.Pending = c.pending.Len()
@@ -490,6 +496,9 @@ func (c *Conn) invitationLocked(info Info, in RuleInput, d Decision, w transport
 		inv.Sent, inv.Lost = int64(info.DataSegsOut), int64(info.TotalRetrans)
 		inv.Threshold = d.Limit
 		inv.Lead = in.Lead
+		if gap, at, ok := c.heads.Newest(); ok && info.MinRTT > 0 {
+			inv.HeadWait, inv.HeadWaitAt = gap-info.MinRTT, at
+		}
 	case transport.Lowat:
 		inv.Threshold = (c.cfg.Mode.Lowat - 1) / 2
 	default:

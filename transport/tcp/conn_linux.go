@@ -18,10 +18,14 @@ import (
 )
 
 // timestampingFlags are the SO_TIMESTAMPING flags a Conn asks for: software
-// transmit stamps when the packet enters the qdisc (SCHED) and when the
-// driver takes it (SND), keyed by byte offset (OPT_ID), without the packet
-// (OPT_TSONLY).
-const timestampingFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SCHED |
+// transmit stamps when the driver takes the packet (SND) and when the peer
+// has acknowledged it in full (ACK), keyed by byte offset (OPT_ID), without
+// the packet (OPT_TSONLY). Each is one message in the socket's error queue,
+// which counts against its receive buffer, and the kernel drops stamps
+// beyond it: a third kind per write (SCHED, when the packet enters the
+// qdisc, taken before the ACK stamps were and never used) made 62 writes
+// released at once lose SND stamps (TestTimestampsCoalesced).
+const timestampingFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_ACK |
 	unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
 
 // maxRechecks bounds re-evaluations in one wake when poll keeps reporting
@@ -514,9 +518,9 @@ func peerClosed(fd int) error {
 	return ErrPeerClosed
 }
 
-// drainLocked reads the socket error queue without blocking and matches its
-// SCM_TSTAMP_SND stamps to pending records, which move to c.done. c.mu must
-// be held.
+// drainLocked reads the socket error queue without blocking, matches its
+// SCM_TSTAMP_SND stamps to pending records, which move to c.done, and gives
+// its SCM_TSTAMP_ACK stamps to c.heads. c.mu must be held.
 func (c *Conn) drainLocked(fd int) {
 	for range maxDrain {
 		_, oobn, flags, _, err := unix.Recvmsg(fd, c.data[:], c.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
@@ -553,8 +557,9 @@ func (c *Conn) drainLocked(fd int) {
 				c.stats.StampsUnmatched++
 			}
 			c.stats.RecordsStamped += uint64(len(c.done) - n)
-		case unix.SCM_TSTAMP_SCHED:
-			c.stats.StampsSched++
+		case unix.SCM_TSTAMP_ACK:
+			c.stats.StampsAcked++
+			c.heads.Acked(s.key, s.at)
 		default:
 			c.stats.StampsOther++
 		}

@@ -424,22 +424,25 @@ func (r *recorder) get() []transport.SendRecord {
 
 // TestTimestampKeys checks the OPT_ID key arithmetic on real sockets: a
 // frame written as bytes [a, b) of the stream is stamped with key b-1 when
-// nothing coalesces with it, and its record departs at or after its write
-// started.
+// nothing coalesces with it, when it leaves (SND) and when the peer has
+// acknowledged it (ACK), and its record departs at or after its write
+// started. Each frame is written after the one before was acknowledged, so
+// the invitation reports the last frame's wait behind it as negative: it
+// met no queue.
 func TestTimestampKeys(t *testing.T) {
 	var rec recorder
 	e := newPair(t, Config{OnSent: rec.add}, pairOptions{})
 	done := discard(e.peer)
 	var mu sync.Mutex
-	var snd, sched []uint32
+	var snd, ack []uint32
 	e.c.testHookStamp = func(s stamp) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch s.kind {
 		case unix.SCM_TSTAMP_SND:
 			snd = append(snd, s.key)
-		case unix.SCM_TSTAMP_SCHED:
-			sched = append(sched, s.key)
+		case unix.SCM_TSTAMP_ACK:
+			ack = append(ack, s.key)
 		}
 	}
 	var offset uint32
@@ -454,16 +457,15 @@ func TestTimestampKeys(t *testing.T) {
 		for _, p := range pkts {
 			offset += uint32(2 + len(p))
 		}
-		eventually(t, "the frame's record", func() bool {
+		eventually(t, "the frame's record and acknowledgement", func() bool {
 			e.c.Poll()
-			return len(rec.get()) == int(id)
+			mu.Lock()
+			defer mu.Unlock()
+			return len(rec.get()) == int(id) && slices.Contains(ack, offset-1)
 		})
 		mu.Lock()
 		if !slices.Contains(snd, offset-1) {
 			t.Errorf("frame %d ends at byte %d: SND keys %v lack %d", id, offset, snd, offset-1)
-		}
-		if !slices.Contains(sched, offset-1) {
-			t.Errorf("frame %d: SCHED keys %v lack %d", id, sched, offset-1)
 		}
 		mu.Unlock()
 	}
@@ -473,7 +475,16 @@ func TestTimestampKeys(t *testing.T) {
 		}
 		t.Logf("frame %d: %d bytes, write %v, left host %v after write start", r.ID, r.Bytes, r.WriteEnd.Sub(r.WriteStart), r.SourceDelay())
 	}
-	t.Logf("SND keys %v, SCHED keys %v", snd, sched)
+	t.Logf("SND keys %v, ACK keys %v", snd, ack)
+	inv, err := e.c.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := rec.get()
+	if last := recs[len(recs)-1]; !inv.HeadWaitAt.Equal(last.WriteStart) || inv.HeadWait >= 0 {
+		t.Errorf("invitation's head wait %v for the frame written at %v, want a negative wait for the last frame (written at %v)",
+			inv.HeadWait, inv.HeadWaitAt, last.WriteStart)
+	}
 	e.tc.CloseWrite()
 	<-done
 }

@@ -1,0 +1,85 @@
+package transport
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHeadWatch(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	type op struct {
+		ack bool
+		off uint32
+		at  int // ms after t0
+	}
+	w := func(end uint32, at int) op { return op{false, end, at} }
+	a := func(upTo uint32, at int) op { return op{true, upTo, at} }
+	cases := []struct {
+		name    string
+		ops     []op
+		ok      bool
+		gap     time.Duration
+		written int
+	}{
+		{"one frame, not acknowledged", []op{w(99, 0)}, false, 0, 0},
+		{"one frame, acknowledged", []op{w(99, 0), a(99, 20)}, false, 0, 0},
+		// The predecessor was acknowledged before the frame was
+		// written: the frame met no queue of the stream's own.
+		{"acknowledged before the next write", []op{w(99, 0), a(99, 20), w(199, 33)}, true, -13 * time.Millisecond, 33},
+		// Written while the predecessor's tail was still unacknowledged.
+		{"acknowledged after the next write", []op{w(99, 0), w(199, 33), a(99, 60)}, true, 27 * time.Millisecond, 33},
+		{"part of the predecessor acknowledged", []op{w(99, 0), w(199, 33), a(98, 60)}, false, 0, 0},
+		// One acknowledgement for two frames: the pair is the newest
+		// frame still waiting and the acknowledgement.
+		{"two frames in one acknowledgement", []op{w(99, 0), w(199, 33), w(299, 66), a(199, 90)}, true, 24 * time.Millisecond, 66},
+		{"all acknowledged, then a write", []op{w(99, 0), w(199, 33), a(199, 50), w(299, 66)}, true, -16 * time.Millisecond, 66},
+		{"newest pair wins", []op{w(99, 0), w(199, 33), a(99, 60), w(299, 66), a(199, 70)}, true, 4 * time.Millisecond, 66},
+		{"an old acknowledgement changes nothing", []op{w(99, 0), w(199, 33), a(99, 60), a(50, 80)}, true, 27 * time.Millisecond, 33},
+		// Offsets in serial-number arithmetic: the stream passes 2^32.
+		{"across the wrap", []op{w(1<<32-10, 0), w(89, 33), a(1<<32-10, 45)}, true, 12 * time.Millisecond, 33},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var h HeadWatch
+			for _, o := range tc.ops {
+				if o.ack {
+					h.Acked(o.off, ms(o.at))
+				} else {
+					h.Written(o.off, ms(o.at))
+				}
+			}
+			gap, written, ok := h.Newest()
+			if ok != tc.ok || (ok && (gap != tc.gap || !written.Equal(ms(tc.written)))) {
+				t.Errorf("Newest() = %v, %v, %v; want %v, %v, %v", gap, written.Sub(t0), ok, tc.gap, time.Duration(tc.written)*time.Millisecond, tc.ok)
+			}
+		})
+	}
+}
+
+// TestHeadWatchBounded: frames never acknowledged (a peer that stopped
+// reading) do not grow the watch, and an acknowledgement after the loss of
+// the oldest still pairs the frames it knows.
+func TestHeadWatchBounded(t *testing.T) {
+	var h HeadWatch
+	t0 := time.Unix(1000, 0)
+	n := 10 * maxWatched
+	for i := range n {
+		h.Written(uint32(100*(i+1)-1), t0.Add(time.Duration(i)*time.Millisecond))
+		if h.Len() > maxWatched {
+			t.Fatalf("after %d writes: %d frames held, want at most %d", i+1, h.Len(), maxWatched)
+		}
+	}
+	if cap(h.frames) > 4*maxWatched {
+		t.Errorf("backing array of %d frames, want at most %d", cap(h.frames), 4*maxWatched)
+	}
+	last := uint32(100*n - 1)
+	h.Acked(last-100, t0.Add(time.Duration(n)*time.Millisecond))
+	gap, written, ok := h.Newest()
+	if want := t0.Add(time.Duration(n-1) * time.Millisecond); !ok || !written.Equal(want) || gap != time.Millisecond {
+		t.Errorf("Newest() = %v, %v, %v; want 1ms, the last write, true", gap, written, ok)
+	}
+	if h.Len() != 1 {
+		t.Errorf("%d frames held after the acknowledgement, want 1", h.Len())
+	}
+}
