@@ -53,6 +53,11 @@ type Control struct {
 	ExcessUs    int64  `json:"excess_us"` // queueing above the base and the frames' own
 	ShiftUs     int64  `json:"shift_us,omitempty"`
 	Cut         bool   `json:"cut,omitempty"` // the update made a cut (congestion, loss, or the transport's limit)
+	// WaitUs is the least of the last frames' waits at the bottleneck
+	// behind the frame before (transport.HeadWatch), less the shift;
+	// absent where the transport does not measure it (QUIC, and files
+	// written before it was added).
+	WaitUs *int64 `json:"wait_us,omitempty"`
 	// Loss is the share of packets the transport declared lost over the
 	// controller's last window, LossBase the share it takes for the
 	// path's own (random loss).

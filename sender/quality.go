@@ -59,6 +59,8 @@ const (
 	makeUpLow    = 0.9                    // while cruising, encoder output down to this fraction of its target is made up
 	encodeBudget = 20 * time.Millisecond  // the most a frame may take to encode at a rung moved up to
 	maxSamples   = 512                    // bound on the kept samples
+	waitFrames   = 3                      // frames whose least wait behind their predecessors counts (see headWait)
+	waitMargin   = 5 * time.Millisecond   // taken off that wait
 	mssGuess     = 1448                   // bytes per segment, for counting ACKs
 	unknownDrain = 0                      // a drain rate at or below this is unknown
 )
@@ -347,6 +349,7 @@ type Controller struct {
 	loss                      lossMeter
 	plan                      drainPlan // the drain of a probe's overshoot
 
+	waits   frameWaits
 	rtts    []sample // (time, smoothed RTT)
 	scratch []time.Duration
 	sent    []written
@@ -431,6 +434,12 @@ type Observation struct {
 	// rung choice: a rung whose frames cannot be encoded in time is not
 	// taken.
 	EncodeTime time.Duration
+	// HeadWait is how long the newest frame whose predecessor the
+	// transport has seen acknowledged waited at the bottleneck behind it
+	// (transport.Invitation.HeadWait); HeadWaitAt is that frame's write,
+	// zero if the transport does not measure it.
+	HeadWait   time.Duration
+	HeadWaitAt time.Time
 	// Target says DrainRate is a congestion controller's target to follow
 	// as is (WebRTC's send-side bandwidth estimate), not a measurement:
 	// the controller then sends at it, without corrections of its own.
@@ -481,7 +490,12 @@ type ControlState struct {
 	Capacity rate.Bitrate  // the path's capacity as last estimated, in the same bytes
 	Excess   time.Duration // the queueing the update read above the base and the frames' own (see excess)
 	Shift    time.Duration // the base round trip above the transport's minimum
-	Cut      bool          // the update made a cut (congestion, or the transport's limit)
+	// Wait is the least of the last frames' waits behind their
+	// predecessors, less the shift (see headWait); WaitKnown says the
+	// transport reported enough of them.
+	Wait      time.Duration
+	WaitKnown bool
+	Cut       bool // the update made a cut (congestion, or the transport's limit)
 	// Loss is the share of packets lost over the last window judged,
 	// LossBase the share taken for the path's own (see lossMeter).
 	Loss, LossBase float64
@@ -494,10 +508,12 @@ func (c *Controller) State() ControlState {
 	if c.fb == 0 { // control has not run (it sets the feedback delay, a round trip at least)
 		return ControlState{}
 	}
-	return ControlState{
+	s := ControlState{
 		Phase: c.phase.String(), Rate: c.rate, Capacity: c.capacity, Excess: c.excessNow, Shift: c.shift,
 		Cut: c.lastCut.Equal(c.prev), Loss: c.loss.frac, LossBase: c.loss.base,
 	}
+	s.Wait, s.WaitKnown = c.waits.least()
+	return s
 }
 
 // Rung returns the current rung.
@@ -672,7 +688,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.low, c.high = c.band()
 	excess := c.excess(o, dt)
 	c.shifted(o, excess)
-	excess = c.excess(o, dt)
+	excess = max(c.excess(o, dt), c.headWait(o))
 	c.excessNow = excess
 	lossy := c.lossCongested(o, dt)
 	if measured(o) > 0 {

@@ -516,6 +516,38 @@ func TestLowRateFillsLink(t *testing.T) {
 	}
 }
 
+// TestLowFrameRate runs the controller at 15 fps on paths of the matrix
+// where a frame is several round trips of the link long, five seeds each,
+// against the matrix's bounds. There the smoothed RTT cannot tell a
+// standing queue from the frames' own queueing, and the transport's report
+// of each frame's wait behind the one before (Observation.HeadWait) is
+// what keeps the queue short: without it every one of these paths broke a
+// bound on capture to received over the floor, at the median or at p95.
+func TestLowFrameRate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs without the race detector (test.sh)")
+	}
+	paths := []string{"cubic,2M,10ms,q50ms", "cubic,10M,80ms,q50ms", "random6,", "random10,"}
+	for _, c := range matrix() {
+		if !slices.ContainsFunc(paths, func(p string) bool { return strings.HasPrefix(c.name, p) }) {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runs := make([]outcome, 5)
+			for k := range runs {
+				ck := c
+				ck.cfg.Seed += uint64(k) * 1000
+				ck.cfg.FPS = 15
+				runs[k] = check(t, ck)
+			}
+			for _, b := range mostlyBroken(runs) {
+				t.Error(b)
+			}
+		})
+	}
+}
+
 // TestStartFarAbovePath starts at 1 Mb/s (cmd/sender's default) on 100 and
 // 200 kb/s paths with the experiments' buffer (200 ms, never under 8 full
 // packets: 960 ms at 100 kb/s), at 20, 80 and 172 ms, CUBIC and BBR, three

@@ -379,6 +379,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 		Now: now, DrainRate: inv.DrainRate, WindowBound: inv.Drain.Estimate.Source.WindowBound(), AppLimited: inv.AppLimited, Unsent: inv.Unsent,
 		RTT: inv.RTT, MinRTT: inv.MinRTT, Sent: inv.Sent, Lost: inv.Lost, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
+		HeadWait: inv.HeadWait, HeadWaitAt: inv.HeadWaitAt,
 	})
 	control := s.ctrl.State()
 	if d.RungChanged {

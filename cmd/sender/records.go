@@ -72,11 +72,16 @@ func controlOf(c sender.ControlState) *records.Control {
 	if c == (sender.ControlState{}) {
 		return nil
 	}
-	return &records.Control{
+	r := &records.Control{
 		Phase: c.Phase, RateBps: int64(c.Rate), CapacityBps: int64(c.Capacity),
 		ExcessUs: c.Excess.Microseconds(), ShiftUs: c.Shift.Microseconds(), Cut: c.Cut,
 		Loss: c.Loss, LossBase: c.LossBase,
 	}
+	if c.WaitKnown {
+		w := c.Wait.Microseconds()
+		r.WaitUs = &w
+	}
+	return r
 }
 
 func (r *recordsFile) frame(f sender.FrameRecord) { r.w.Write(frameLine(f)) }

@@ -53,6 +53,7 @@ type sim struct {
 	hostHead  int // first frame whose last byte has not left the host
 	firstHead int // first frame whose first byte has not left the host
 	recvHead  int // first frame not yet received in full
+	ackHead   int // first frame not yet acknowledged in full
 
 	util      meter
 	crossUtil meter // the competing flows' first transmissions
@@ -84,6 +85,12 @@ func (s *sim) take(now time.Duration) {
 		Skipped: skipped, Late: late, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT, Sent: s.inv.sent, Lost: s.inv.lost,
 		Encoded: s.prevVideo, Written: s.prevBytes, EncodeTime: s.prevEncode,
 	}
+	// The newest frame written whose predecessor was acknowledged, as
+	// transport.HeadWatch pairs them.
+	if k := min(s.ackHead, len(s.frames)-1); k > 0 {
+		o.HeadWait = s.frames[k-1].Acked - s.frames[k].Write - s.inv.minRTT
+		o.HeadWaitAt = epoch.Add(s.frames[k].Write)
+	}
 	d := s.ctrl.Update(o)
 	if s.cfg.Trace != nil {
 		s.cfg.Trace(o, d)
@@ -101,7 +108,7 @@ func (s *sim) take(now time.Duration) {
 	s.state = appEncoding
 	s.pending = pendingFrame{
 		f: Frame{
-			Capture: s.capture(k), Taken: now, Write: now + et, LeftHost: -1, Received: -1,
+			Capture: s.capture(k), Taken: now, Write: now + et, LeftHost: -1, Received: -1, Acked: -1,
 			Key: key, Rung: s.latestRung, Target: d.Bitrate, Skipped: skipped, Video: n, Encode: et,
 		},
 		bytes: writeBytes(n) + s.reportBytes(now+et, d.Bitrate),
@@ -146,6 +153,14 @@ func (s *sim) onReceived(off int64, t time.Duration) {
 	for s.recvHead < len(s.frames) && s.offsets[s.recvHead].end <= off {
 		s.frames[s.recvHead].Received = t
 		s.recvHead++
+	}
+}
+
+// onAcked records that the sender's una passed stream offset off at t.
+func (s *sim) onAcked(off int64, t time.Duration) {
+	for s.ackHead < len(s.frames) && s.offsets[s.ackHead].end <= off {
+		s.frames[s.ackHead].Acked = t
+		s.ackHead++
 	}
 }
 

@@ -155,8 +155,10 @@ func (t *tcp) advance(now time.Duration) {
 	case t.flow != 0: // a competing flow: no frames to deliver
 	case t.una < t.next:
 		t.s.onReceived(t.seg(t.una).seq, t.recvMax)
+		t.s.onAcked(t.seg(t.una).seq, now)
 	default:
 		t.s.onReceived(t.sndNxt, t.recvMax)
+		t.s.onAcked(t.sndNxt, now)
 	}
 	if t.inRecovery && t.una >= t.recoveryEnd {
 		t.inRecovery, t.lossState = false, false
