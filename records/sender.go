@@ -55,8 +55,8 @@ type Control struct {
 	Cut         bool   `json:"cut,omitempty"` // the update made a cut (congestion, loss, or the transport's limit)
 	// WaitUs is the least of the last frames' waits at the bottleneck
 	// behind the frame before (transport.HeadWatch), less the shift;
-	// absent where the transport does not measure it (QUIC, and files
-	// written before it was added).
+	// absent where the transport does not measure it (WebRTC, QUIC's
+	// expire mode, and files written before it was added).
 	WaitUs *int64 `json:"wait_us,omitempty"`
 	// Loss is the share of packets the transport declared lost over the
 	// controller's last window, LossBase the share it takes for the

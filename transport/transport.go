@@ -80,7 +80,7 @@ type Invitation struct {
 	// frame's write and MinRTT; negative when it met no queue of the
 	// stream's own. HeadWaitAt is that frame's write, zero where the
 	// transport does not measure it (TCP measures it from
-	// SCM_TSTAMP_ACK stamps).
+	// SCM_TSTAMP_ACK stamps, QUIC from quic-go's packet events).
 	HeadWait   time.Duration
 	HeadWaitAt time.Time
 

@@ -42,6 +42,13 @@ type Conn struct {
 	discarded atomic.Int64 // of those, bytes of expired frames never to be sent
 	limit     atomic.Int64 // wake the waiter when unsent <= limit; -1: never
 
+	// heads pairs the media stream's frames with their predecessors'
+	// acknowledgements (transport.HeadWatch), keyed by c.packed. Its own
+	// lock, taken on quic-go's goroutine, is never held while calling
+	// quic-go.
+	headsMu sync.Mutex
+	heads   transport.HeadWatch
+
 	mu      sync.Mutex // guards the fields below
 	queue   []*frame   // accepted and not yet handed to quic-go, oldest first
 	done    []transport.SendRecord
@@ -89,6 +96,12 @@ func newConn(qc *quic.Conn, cfg Config, path *pathState) (*Conn, error) {
 		est:     drain.New(drain.Config{}),
 	}
 	c.limit.Store(-1)
+	path.packed.Store(&c.packed)
+	path.acks.setOnAcked(func(upTo int64, at time.Time) {
+		c.headsMu.Lock()
+		defer c.headsMu.Unlock()
+		c.heads.Acked(uint32(upTo-1), at)
+	})
 	var media *quic.SendStream
 	if cfg.Mode.Policy != transport.Expire {
 		var err error
@@ -311,6 +324,9 @@ func (c *Conn) limiter(f *frame) func(int) int {
 // byte of f is in a packet.
 func (c *Conn) writeOn(s *quic.SendStream, f *frame) error {
 	f.end = c.packed.Load() + int64(len(f.buf)) // the writer packetizes one frame at a time
+	c.headsMu.Lock()
+	c.heads.Written(uint32(f.end-1), f.writeStart)
+	c.headsMu.Unlock()
 	if _, err := s.WriteWithLimit(f.buf, c.limiter(f)); err != nil {
 		return fmt.Errorf("quic: writing the media stream: %w", err)
 	}

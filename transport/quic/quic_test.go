@@ -211,6 +211,17 @@ func TestFramesRoundTrip(t *testing.T) {
 			t.Errorf("record %d: %+v", i, r)
 		}
 	}
+	// Once the frame before the last is acknowledged, the invitation
+	// pairs the last frame's write with that acknowledgement.
+	var inv transport.Invitation
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if inv, err = c.Wait(context.Background()); err != nil || inv.HeadWaitAt.Equal(recs[19].WriteStart) {
+			break
+		}
+	}
+	if !inv.HeadWaitAt.Equal(recs[19].WriteStart) || inv.HeadWait < -inv.MinRTT-time.Second || inv.HeadWait > time.Second {
+		t.Errorf("invitation's head wait %v for the frame written at %v, want the last frame's (written at %v)", inv.HeadWait, inv.HeadWaitAt, recs[19].WriteStart)
+	}
 	pkts := <-got
 	c.Close()
 	if len(pkts) != len(want) {

@@ -21,6 +21,10 @@ type pathState struct {
 	ackedAt    atomic.Int64 // when bytes in flight last fell (an acknowledgement), since base; 0 before
 	recovering atomic.Bool
 	sent       chan struct{} // capacity 1: a 1-RTT packet was sent
+	// packed is the Conn's count of packetized bytes, once it exists;
+	// acks follows its acknowledgement.
+	packed atomic.Pointer[atomic.Int64]
+	acks   ackLog
 }
 
 func newPathState() *pathState { return &pathState{base: time.Now(), sent: make(chan struct{}, 1)} }
@@ -60,11 +64,37 @@ func (st *pathState) RecordEvent(ev qlogwriter.Event) {
 		st.recovering.Store(ev.State == qlog.CongestionStateRecovery)
 	case qlog.PacketSent:
 		if ev.Header.PacketType == qlog.PacketType1RTT {
+			if p := st.packed.Load(); p != nil {
+				st.acks.sent(int64(ev.Header.PacketNumber), p.Load())
+			}
 			select {
 			case st.sent <- struct{}{}:
 			default:
 			}
 		}
+	case qlog.PacketLost:
+		if ev.Header.PacketType == qlog.PacketType1RTT {
+			st.acks.lost(int64(ev.Header.PacketNumber))
+		}
+	case qlog.PacketReceived:
+		if ev.Header.PacketType == qlog.PacketType1RTT {
+			st.received(ev.Frames)
+		}
+	}
+}
+
+// received hands the ACK frames among a received packet's frames to acks.
+func (st *pathState) received(frames []qlog.Frame) {
+	for _, f := range frames {
+		a, ok := f.Frame.(*qlog.AckFrame)
+		if !ok || len(a.AckRanges) == 0 {
+			continue
+		}
+		ranges := make([]ackRange, len(a.AckRanges))
+		for i, r := range a.AckRanges {
+			ranges[i] = ackRange{int64(r.Smallest), int64(r.Largest)}
+		}
+		st.acks.acked(ranges, time.Now().Add(-max(a.DelayTime, 0)))
 	}
 }
 

@@ -67,6 +67,11 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 		inv.Sent, inv.Lost = int64(st.PacketsSent), int64(st.PacketsLost)
 		inv.Threshold = int(min(d, 1<<31-1))
 		limit = d
+		c.headsMu.Lock()
+		if gap, at, ok := c.heads.Newest(); ok && st.MinRTT > 0 {
+			inv.HeadWait, inv.HeadWaitAt = gap-st.MinRTT, at
+		}
+		c.headsMu.Unlock()
 	} else {
 		limit = int64(c.cfg.MaxQueue) - 1
 	}
