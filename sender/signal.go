@@ -257,7 +257,7 @@ type frameWaits struct {
 	at time.Time // the newest frame's write
 }
 
-// add takes o's wait if it is a frame not yet taken.
+// add takes o's wait, less shift, if it is a frame not yet taken.
 func (w *frameWaits) add(o Observation, shift time.Duration) {
 	if o.HeadWaitAt.IsZero() || !o.HeadWaitAt.After(w.at) {
 		return
@@ -267,8 +267,8 @@ func (w *frameWaits) add(o Observation, shift time.Duration) {
 	w.n++
 }
 
-// least returns the least of the last waitFrames waits less shift; ok
-// false until there are that many.
+// least returns the least of the last waitFrames waits, each less the
+// shift when it was taken; ok false until there are that many.
 func (w *frameWaits) least() (time.Duration, bool) {
 	if w.n < waitFrames {
 		return 0, false

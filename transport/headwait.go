@@ -56,17 +56,24 @@ func (h *HeadWatch) Written(end uint32, at time.Time) {
 }
 
 // Acked notes that every byte up to and including stream offset upTo was
-// acknowledged at at.
+// acknowledged at at. The newest pair it makes is the first frame still
+// unacknowledged, or, when it acknowledged them all, the last of them if
+// it also acknowledged the one before (both packetized before either was
+// acknowledged, as QUIC does when a frame follows closely).
 func (h *HeadWatch) Acked(upTo uint32, at time.Time) {
-	popped := false
+	popped := 0
 	for h.head < len(h.frames) && int32(upTo-h.frames[h.head].end) >= 0 {
 		h.head++
-		popped = true
+		popped++
 	}
-	if !popped {
+	if popped == 0 {
 		return
 	}
 	if h.Len() == 0 {
+		if popped >= 2 {
+			last := h.frames[h.head-1]
+			h.gap, h.gapAt = at.Sub(last.at), last.at
+		}
 		h.frames, h.head = h.frames[:0], 0
 		h.ackedAt = at // the successor's write will close the pair
 		return

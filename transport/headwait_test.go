@@ -33,6 +33,7 @@ func TestHeadWatch(t *testing.T) {
 		// One acknowledgement for two frames: the pair is the newest
 		// frame still waiting and the acknowledgement.
 		{"two frames in one acknowledgement", []op{w(99, 0), w(199, 33), w(299, 66), a(199, 90)}, true, 24 * time.Millisecond, 66},
+		{"the last two in one acknowledgement", []op{w(99, 0), w(199, 33), a(199, 60)}, true, 27 * time.Millisecond, 33},
 		{"all acknowledged, then a write", []op{w(99, 0), w(199, 33), a(199, 50), w(299, 66)}, true, -16 * time.Millisecond, 66},
 		{"newest pair wins", []op{w(99, 0), w(199, 33), a(99, 60), w(299, 66), a(199, 70)}, true, 4 * time.Millisecond, 66},
 		{"an old acknowledgement changes nothing", []op{w(99, 0), w(199, 33), a(99, 60), a(50, 80)}, true, 27 * time.Millisecond, 33},
