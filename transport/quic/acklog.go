@@ -10,15 +10,18 @@ import (
 // transport.HeadWatch. A 1-RTT packet sent while the count had grown since
 // the last one is noted with the count then (quic-go packs a packet, the
 // write limiter counting its stream bytes, and then records it, on one
-// goroutine, so the count covers that packet and no later one). An
-// acknowledgement that covers every noted packet up to one (skipping those
-// declared lost, whose repair carries no new bytes) acknowledges the bytes
-// up to that packet's count, at the acknowledgement's arrival less the
-// delay the peer says it held it (its ACK frame's ack delay: a receiver
+// goroutine, so the count covers that packet and no later one). Each noted
+// packet an ACK frame covers is marked acknowledged at the frame's arrival
+// less the delay the peer says it held it (its ack delay: a receiver
 // acknowledges every other packet at once but may hold one for up to
-// max_ack_delay, 25 ms by default). Bytes lost and repaired count as
-// acknowledged once the packets after them are, early by the repair; such
-// a frame's successor reads a shorter wait. It is safe for concurrent use.
+// max_ack_delay, 25 ms by default); it is marked then, not when the
+// packets before it are, because a receiver stops repeating a range once
+// it knows the sender saw it. Once every noted packet up to one is
+// acknowledged or declared lost (its repair carries no new bytes), the
+// bytes up to that packet's count are acknowledged, at the latest of
+// their packets' times. Bytes lost and repaired count as acknowledged once
+// the packets after them are, early by the repair; such a frame's
+// successor reads a shorter wait. It is safe for concurrent use.
 type ackLog struct {
 	mu      sync.Mutex
 	pkts    []notedPacket // sent and not yet acknowledged, ascending packet numbers
@@ -28,9 +31,10 @@ type ackLog struct {
 }
 
 type notedPacket struct {
-	pn     int64
-	packed int64
-	lost   bool
+	pn      int64
+	packed  int64
+	lost    bool
+	ackedAt time.Time // zero until an ACK frame covers it
 }
 
 // maxNoted bounds the packets an ackLog holds: well over a congestion
@@ -65,30 +69,47 @@ func (l *ackLog) sent(pn, packed int64) {
 	l.pkts = append(l.pkts, notedPacket{pn: pn, packed: packed})
 }
 
-// lost marks packet pn declared lost.
+// lost marks packet pn declared lost, and reports the bytes that
+// acknowledges in full.
 func (l *ackLog) lost(pn int64) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for i := l.head; i < len(l.pkts); i++ {
 		if l.pkts[i].pn == pn {
 			l.pkts[i].lost = true
-			return
+			break
 		}
 	}
+	l.reportUnlock()
 }
 
 // acked takes an ACK frame's ranges, received at at, and reports the bytes
-// it acknowledges in full to onAcked.
+// that acknowledges in full.
 func (l *ackLog) acked(ranges []ackRange, at time.Time) {
 	l.mu.Lock()
+	for i := l.head; i < len(l.pkts); i++ {
+		if p := &l.pkts[i]; !p.lost && p.ackedAt.IsZero() && covered(ranges, p.pn) {
+			p.ackedAt = at
+		}
+	}
+	l.reportUnlock()
+}
+
+// reportUnlock drops the noted packets at the head that are acknowledged
+// or lost, unlocks l.mu, and reports the bytes up to the last of them
+// acknowledged, if any, to onAcked.
+func (l *ackLog) reportUnlock() {
 	upTo := int64(-1)
+	var at time.Time
 	for l.head < len(l.pkts) {
 		p := l.pkts[l.head]
-		if !p.lost && !covered(ranges, p.pn) {
+		if !p.lost && p.ackedAt.IsZero() {
 			break
 		}
 		if !p.lost {
 			upTo = p.packed
+			if p.ackedAt.After(at) {
+				at = p.ackedAt
+			}
 		}
 		l.head++
 	}

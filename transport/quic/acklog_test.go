@@ -24,6 +24,9 @@ func TestAckLog(t *testing.T) {
 		// is not noted.
 		{"no new bytes", []ev{{'s', 1, 100, nil}, {'s', 2, 100, nil}, {'a', 0, 0, []ackRange{{2, 2}}}}, nil},
 		{"a hole holds it", []ev{{'s', 1, 100, nil}, {'s', 2, 200, nil}, {'s', 3, 300, nil}, {'a', 0, 0, []ackRange{{3, 3}, {1, 1}}}, {'a', 0, 0, []ackRange{{1, 3}}}}, []int64{100, 300}},
+		// A range the receiver no longer repeats still counts once the
+		// hole before it is declared lost.
+		{"a range not repeated", []ev{{'s', 1, 100, nil}, {'s', 2, 200, nil}, {'s', 3, 300, nil}, {'a', 0, 0, []ackRange{{2, 3}}}, {'l', 1, 0, nil}}, []int64{300}},
 		{"a loss is skipped", []ev{{'s', 1, 100, nil}, {'s', 2, 200, nil}, {'s', 3, 300, nil}, {'l', 2, 0, nil}, {'a', 0, 0, []ackRange{{3, 3}, {1, 1}}}}, []int64{300}},
 		{"nothing noted", []ev{{'a', 0, 0, []ackRange{{1, 5}}}}, nil},
 	}
