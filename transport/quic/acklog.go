@@ -83,10 +83,17 @@ func (l *ackLog) lost(pn int64) {
 }
 
 // acked takes an ACK frame's ranges, received at at, and reports the bytes
-// that acknowledges in full.
+// that acknowledges in full. It looks at the noted packets up to the
+// largest acknowledged only: without a hole those are the ones it
+// acknowledges, which the head then drops, so an ACK costs what it
+// acknowledges, not the packets in flight.
 func (l *ackLog) acked(ranges []ackRange, at time.Time) {
+	var largest int64 = -1
+	for _, r := range ranges {
+		largest = max(largest, r.largest)
+	}
 	l.mu.Lock()
-	for i := l.head; i < len(l.pkts); i++ {
+	for i := l.head; i < len(l.pkts) && l.pkts[i].pn <= largest; i++ {
 		if p := &l.pkts[i]; !p.lost && p.ackedAt.IsZero() && covered(ranges, p.pn) {
 			p.ackedAt = at
 		}

@@ -12,7 +12,9 @@
 // backlog exactly, measures the rate at which it drains, stamps each
 // frame's departure (its last byte packetized), and invites the next frame
 // with the same rule as the TCP transport: notification only, when the
-// backlog will drain within the replenish time.
+// backlog will drain within the replenish time. Its tracer also follows
+// which packets the peer acknowledged (ackLog), for each frame's wait at
+// the bottleneck behind the frame before (transport.HeadWatch).
 //
 // Media goes on one unidirectional stream for the whole connection in the
 // replenish and default modes: every frame depends on the ones before it
