@@ -17,7 +17,6 @@ type Frame struct {
 	Write    time.Duration // when the encode ended and the frame was written
 	LeftHost time.Duration // when its last byte left the host
 	Received time.Duration // when the receiver held all of it, in order
-	Acked    time.Duration // when the sender's una passed its last byte
 	Video    int           // VP8 bytes
 	Bytes    int           // bytes written: RTP packets, the timing report, framing
 	Wire     int           // bytes at the bottleneck, with TCP/IP headers

@@ -6,6 +6,7 @@ import (
 
 	"replenish/media"
 	"replenish/sender"
+	"replenish/transport"
 )
 
 // sim is one run's state.
@@ -50,10 +51,10 @@ type sim struct {
 	// Frames written, and where they are in the byte stream.
 	frames    []Frame
 	offsets   []span
-	hostHead  int // first frame whose last byte has not left the host
-	firstHead int // first frame whose first byte has not left the host
-	recvHead  int // first frame not yet received in full
-	ackHead   int // first frame not yet acknowledged in full
+	hostHead  int                 // first frame whose last byte has not left the host
+	firstHead int                 // first frame whose first byte has not left the host
+	recvHead  int                 // first frame not yet received in full
+	heads     transport.HeadWatch // frames' writes against their predecessors' acknowledgements, as the transports pair them
 
 	util      meter
 	crossUtil meter // the competing flows' first transmissions
@@ -85,11 +86,8 @@ func (s *sim) take(now time.Duration) {
 		Skipped: skipped, Late: late, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT, Sent: s.inv.sent, Lost: s.inv.lost,
 		Encoded: s.prevVideo, Written: s.prevBytes, EncodeTime: s.prevEncode,
 	}
-	// The newest frame written whose predecessor was acknowledged, as
-	// transport.HeadWatch pairs them.
-	if k := min(s.ackHead, len(s.frames)-1); k > 0 {
-		o.HeadWait = s.frames[k-1].Acked - s.frames[k].Write - s.inv.minRTT
-		o.HeadWaitAt = epoch.Add(s.frames[k].Write)
+	if gap, at, ok := s.heads.Newest(); ok {
+		o.HeadWait, o.HeadWaitAt = gap-s.inv.minRTT, at
 	}
 	d := s.ctrl.Update(o)
 	if s.cfg.Trace != nil {
@@ -108,7 +106,7 @@ func (s *sim) take(now time.Duration) {
 	s.state = appEncoding
 	s.pending = pendingFrame{
 		f: Frame{
-			Capture: s.capture(k), Taken: now, Write: now + et, LeftHost: -1, Received: -1, Acked: -1,
+			Capture: s.capture(k), Taken: now, Write: now + et, LeftHost: -1, Received: -1,
 			Key: key, Rung: s.latestRung, Target: d.Bitrate, Skipped: skipped, Video: n, Encode: et,
 		},
 		bytes: writeBytes(n) + s.reportBytes(now+et, d.Bitrate),
@@ -124,6 +122,7 @@ func (s *sim) onWrite(now time.Duration) {
 	start := s.tcp.written
 	s.frames = append(s.frames, p.f)
 	s.offsets = append(s.offsets, span{start, start + int64(p.bytes)})
+	s.heads.Written(uint32(start+int64(p.bytes)-1), epoch.Add(now))
 	s.prevBytes, s.prevVideo, s.prevEncode, s.prevKey = p.bytes, p.f.Video, p.f.Encode, p.f.Key
 	s.state, s.lastWrite = appWaiting, now
 	s.est.read(now, s.tcp) // the transport reads TCP_INFO before every write
@@ -158,10 +157,7 @@ func (s *sim) onReceived(off int64, t time.Duration) {
 
 // onAcked records that the sender's una passed stream offset off at t.
 func (s *sim) onAcked(off int64, t time.Duration) {
-	for s.ackHead < len(s.frames) && s.offsets[s.ackHead].end <= off {
-		s.frames[s.ackHead].Acked = t
-		s.ackHead++
-	}
+	s.heads.Acked(uint32(off-1), epoch.Add(t))
 }
 
 // meter counts bytes leaving the bottleneck in 10 ms bins.
