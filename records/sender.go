@@ -63,6 +63,9 @@ type Control struct {
 	// path's own (random loss).
 	Loss     float64 `json:"loss,omitempty"`
 	LossBase float64 `json:"loss_base,omitempty"`
+	// Overflow says a probe lost packets before its queue showed, not
+	// long before: probes lead the drain rate by little.
+	Overflow bool `json:"overflow,omitempty"`
 }
 
 // Drain is a frame's transport.DrainRecord: the estimator's latest sample

@@ -57,6 +57,7 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 		if c.rate > c.ceiling.Scale(probePast) && want > c.rate { // also with no ceiling
 			c.speed = min(c.speed*math.Exp2(dt.Seconds()/max(probeDouble, c.fb).Seconds()), probeFastest)
 		}
+		want = c.overflowCap(o, want)
 	}
 	if sr := c.sentRate(o.Now.Add(-sentWindow), o.Now); sr > 0 {
 		want = min(want, max(lead, sr.Scale(sentLead)))

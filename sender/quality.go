@@ -347,6 +347,7 @@ type Controller struct {
 	// first one's queue (the start's) has not drained since.
 	congestedOnce, startQueue bool
 	loss                      lossMeter
+	overflow                  overflowed
 	plan                      drainPlan // the drain of a probe's overshoot
 
 	waits   frameWaits
@@ -499,6 +500,9 @@ type ControlState struct {
 	// Loss is the share of packets lost over the last window judged,
 	// LossBase the share taken for the path's own (see lossMeter).
 	Loss, LossBase float64
+	// Overflow says a probe lost packets within overflowKeep: probes lead
+	// the drain rate by little (see overflowed).
+	Overflow bool
 }
 
 // State returns the controller's state after the last update: zero until
@@ -511,6 +515,7 @@ func (c *Controller) State() ControlState {
 	s := ControlState{
 		Phase: c.phase.String(), Rate: c.rate, Capacity: c.capacity, Excess: c.excessNow, Shift: c.shift,
 		Cut: c.lastCut.Equal(c.prev), Loss: c.loss.frac, LossBase: c.loss.base,
+		Overflow: c.overflowing(c.prev),
 	}
 	s.Wait, s.WaitKnown = c.waits.least()
 	return s
@@ -691,6 +696,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	excess = max(c.excess(o, dt), c.headWait(o))
 	c.excessNow = excess
 	lossy := c.lossCongested(o, dt)
+	c.watchOverflow(o)
 	if measured(o) > 0 {
 		c.measured = true
 	} else if c.measured && o.WindowBound {

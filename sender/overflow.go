@@ -1,0 +1,129 @@
+package sender
+
+import (
+	"time"
+
+	"replenish/rate"
+)
+
+// overflowed remembers whether a probe lost packets before its queue
+// showed: the bottleneck's buffer is shorter than the queue a probe builds
+// before its signal returns. A probe that crosses the capacity builds
+// queue for a feedback delay before the smoothed RTT shows it (see
+// probeSpeed), and past the ceiling it accelerates: at 6.3 Mb/s and
+// 230 ms, with a 60 ms buffer (a quarter of the path's BDP), the path
+// model's probes reached 1.3 times the drain rate before a cut, each
+// overfilled the buffer, and every frame a lost segment belonged to waited
+// a round trip for its repair (capture to received p95 167 ms over the
+// floor; 177 ms in a real run). Once a probe has lost packets, later
+// probes lead the drain rate by at most overflowLead of queue over a
+// feedback delay (see overflowCap), for overflowKeep.
+//
+// The losses of a rate step's queue are not a probe's: the cut after a
+// halving lowers the capacity, and the watch ends there. (Counted as well,
+// they slowed the path model's doublings at 300 ms after a halving from 5
+// to 17 s.)
+type overflowed struct {
+	on         bool         // a probe is being watched
+	lost, sent int64        // the transport's counts when it began
+	capacity   rate.Bitrate // the capacity while it lasted
+	end        time.Time    // the update after its cut (zero while it lasts)
+	at         time.Time    // when a probe last lost packets
+	// The packets sent and lost while cruising, outside any watch: the
+	// path's random loss, which a cruise below the capacity shows and a
+	// probe's overflow does not (halved past quietMax), and the counts
+	// at the last update.
+	quietSent, quietLost float64
+	lastSent, lastLost   int64
+}
+
+// Overflow tuning.
+const (
+	overflowLead = 15 * time.Millisecond // the queue a probe may build over the drain rate in a feedback delay
+	overflowKeep = 30 * time.Second      // how long a probe's losses are remembered
+	overflowTail = 2                     // feedback delays after a probe's cut in which its losses count
+	overflowKept = 0.9                   // a cut below this share of the probe's capacity found a slower path
+	quietMin     = 200                   // packets sent while cruising before their loss rate counts
+	quietMax     = 20000                 // and the most counted
+)
+
+// watchOverflow follows the probes: it judges each while it lasts and for
+// overflowTail feedback delays after the cut that ends it (a segment
+// dropped before the cut acted is declared lost about a round trip later),
+// unless that cut took the capacity below overflowKept of the probe's: the
+// path slowed, and the losses are that step's. A probe lost packets if
+// more were declared lost than the path's random loss explains, by
+// lossSigma standard deviations (see significant): four at least. The
+// path's random loss is the loss meter's base, or the loss rate while
+// cruising if higher: the base is learned only from loss cuts, which
+// random loss under lossHigh never draws (at 1% over QUIC, 2 Mb/s and
+// 40 ms, the probes' losses were taken for overflows and capped a third
+// to two thirds of the frames).
+func (c *Controller) watchOverflow(o Observation) {
+	w := &c.overflow
+	c.quietLoss(o)
+	switch {
+	case c.phase == probing:
+		if !w.on {
+			w.on, w.lost, w.sent = true, o.Lost, o.Sent
+		}
+		w.capacity, w.end = c.capacity, time.Time{}
+	case !w.on:
+		return
+	case w.end.IsZero() && c.capacity < w.capacity.Scale(overflowKept):
+		w.on = false // the cut found a slower path
+		return
+	case w.end.IsZero():
+		w.end = o.Now
+	case o.Now.Sub(w.end) > overflowTail*c.fb:
+		w.on = false
+		return
+	}
+	lost, sent := o.Lost-w.lost, o.Sent-w.sent
+	if lost < 0 || sent <= 0 {
+		w.lost, w.sent = o.Lost, o.Sent // a new connection
+		return
+	}
+	base := c.loss.base
+	if w.quietSent >= quietMin {
+		base = max(base, w.quietLost/w.quietSent)
+	}
+	if significant(float64(lost)/float64(sent), lost, base) {
+		w.at = o.Now
+		w.lost, w.sent = o.Lost, o.Sent
+	}
+}
+
+// quietLoss counts the packets sent and lost since the last update if the
+// stream cruised, outside any watch.
+func (c *Controller) quietLoss(o Observation) {
+	w := &c.overflow
+	sent, lost := o.Sent-w.lastSent, o.Lost-w.lastLost
+	first := w.lastSent == 0
+	w.lastSent, w.lastLost = o.Sent, o.Lost
+	if first || c.phase != cruising || w.on || sent <= 0 || lost < 0 {
+		return
+	}
+	w.quietSent += float64(sent)
+	w.quietLost += float64(lost)
+	if w.quietSent > quietMax {
+		w.quietSent, w.quietLost = w.quietSent/2, w.quietLost/2
+	}
+}
+
+// overflowCap bounds a probe's rate once a probe lost packets: it leads
+// the drain rate by no more than overflowLead of queue over a feedback
+// delay.
+func (c *Controller) overflowCap(o Observation, want rate.Bitrate) rate.Bitrate {
+	d := measured(o)
+	if !c.overflowing(o.Now) || d <= 0 {
+		return want
+	}
+	return min(want, max(c.rate, d.Scale(1+overflowLead.Seconds()/c.fb.Seconds())))
+}
+
+// overflowing reports whether a probe lost packets within overflowKeep of
+// now.
+func (c *Controller) overflowing(now time.Time) bool {
+	return !c.overflow.at.IsZero() && now.Sub(c.overflow.at) <= overflowKeep
+}

@@ -1,0 +1,134 @@
+package sender
+
+import (
+	"testing"
+	"time"
+
+	"replenish/rate"
+)
+
+// TestControllerProbeOverflow probes a 230 ms path whose buffer overflows
+// before any queue shows in the round trip: the probe's only sign is a few
+// packets lost. After it the probe may lead the drain rate by no more than
+// overflowLead of queue over a feedback delay; the same probe without the
+// losses goes on past that, and so does one whose losses the path's random
+// loss explains.
+func TestControllerProbeOverflow(t *testing.T) {
+	const rtt = 230 * time.Millisecond
+	drain := 4 * rate.Mbps
+	probe := func(base float64, lost func(sent int64) int64) *Controller {
+		c := NewController(testLadder, drain)
+		f := newFeed(c)
+		var sent int64
+		obs := func() Observation {
+			sent += 12 // packets a frame
+			return Observation{DrainRate: drain, AppLimited: true, RTT: rtt, MinRTT: rtt, Sent: sent, Lost: lost(sent)}
+		}
+		f.run(5*time.Second, obs)
+		// Cruising at the drain rate; now the probe.
+		c.rate, c.capacity, c.ceiling = drain.Scale(cruiseGain), drain, drain
+		c.phase, c.phaseAt, c.speed = probing, f.now, c.probeSpeed()
+		c.loss.base = base
+		f.run(4*time.Second, obs)
+		return c
+	}
+	var probeStart int64
+	overflowed := probe(0, func(sent int64) int64 {
+		if probeStart == 0 && sent > 5*30*12 {
+			probeStart = sent
+		}
+		if probeStart > 0 && sent > probeStart+10*12 {
+			return 5 // five packets, lost a third of a second into the probe
+		}
+		return 0
+	})
+	bound := drain.Scale(1 + overflowLead.Seconds()/overflowed.fb.Seconds())
+	if !overflowed.State().Overflow {
+		t.Fatal("five packets lost while probing: not taken for an overflow")
+	}
+	if got := overflowed.rate; got > bound {
+		t.Errorf("after a probe's overflow: rate %v, want at most %v (the drain rate %v and %v of queue over a feedback delay of %v)",
+			got, bound, drain, overflowLead, overflowed.fb)
+	}
+	clean := probe(0, func(int64) int64 { return 0 })
+	if got := clean.rate; got <= bound {
+		t.Errorf("probe without losses: rate %v, want past %v (else the test shows nothing)", got, bound)
+	}
+	// Random loss the loss meter took for the path's (see lossMeter): a
+	// packet in a hundred.
+	random := probe(0.01, func(sent int64) int64 { return sent / 100 })
+	if random.State().Overflow {
+		t.Errorf("the path's random loss while probing taken for an overflow")
+	}
+	if got := random.rate; got <= bound {
+		t.Errorf("probe with the path's random loss: rate %v, want past %v", got, bound)
+	}
+}
+
+// TestWatchOverflow follows a probe and the cut that ends it, with losses
+// declared at different times: during the probe, in the feedback delays
+// after a cut that kept the capacity (a probe's overshoot), after a cut
+// that found a slower path, after the watch ended; and at the path's
+// random loss rate (the loss meter's base, or seen while cruising), and
+// too few.
+func TestWatchOverflow(t *testing.T) {
+	const fb = 300 * time.Millisecond
+	type step struct {
+		at       time.Duration // since the probe began
+		phase    phase
+		capacity float64 // Mb/s
+		lost     int64   // declared lost by then
+	}
+	// 4 Mb/s of 1400-byte packets, from 10 s before the probe.
+	packets := func(at time.Duration) int64 { return int64((at + 10*time.Second).Seconds() * 4e6 / 8 / 1400) }
+	probe := []step{{0, probing, 4, 0}, {200 * time.Millisecond, probing, 4.2, 0}, {400 * time.Millisecond, probing, 4.3, 0}}
+	cut := func(capacity float64, lost int64, after ...time.Duration) []step {
+		s := []step{{500 * time.Millisecond, recovering, capacity, 0}}
+		for _, a := range after {
+			s = append(s, step{500*time.Millisecond + a, recovering, capacity, lost})
+		}
+		return s
+	}
+	// A cruise of 3 s and a probe, losing a share of every packet.
+	randomLoss := func(share float64) []step {
+		var s []step
+		for at := -3 * time.Second; at <= time.Second; at += 100 * time.Millisecond {
+			ph := cruising
+			if at >= 0 {
+				ph = probing
+			}
+			s = append(s, step{at, ph, 4, int64(share * float64(packets(at)-packets(-3*time.Second)))})
+		}
+		return s
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		base  float64
+		want  bool
+	}{
+		{"lost while probing", append(probe[:2:2], step{400 * time.Millisecond, probing, 4.3, 6}), 0, true},
+		{"lost after a cut that kept the capacity", append(probe, cut(4.1, 6, fb)...), 0, true},
+		{"lost after a cut that found a slower path", append(probe, cut(2.2, 6, fb)...), 0, false},
+		{"lost long after the cut", append(probe, cut(4.1, 6, overflowTail*fb+50*time.Millisecond)...), 0, false},
+		{"the path's random loss", append(probe, cut(4.1, 6, fb)...), 0.02, false},
+		{"three lost", append(probe, cut(4.1, 3, fb)...), 0, false},
+		{"the path's random loss, seen while cruising", randomLoss(0.02), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewController(testLadder, 4*rate.Mbps)
+			c.fb, c.loss.base = fb, tt.base
+			start := time.Unix(1000, 0)
+			for _, s := range tt.steps {
+				c.phase, c.capacity = s.phase, rate.Bitrate(s.capacity*float64(rate.Mbps))
+				now := start.Add(s.at)
+				sent := packets(s.at)
+				c.watchOverflow(Observation{Now: now, Sent: sent, Lost: s.lost})
+			}
+			if got := c.overflowing(start.Add(time.Second)); got != tt.want {
+				t.Errorf("overflow taken: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
