@@ -54,10 +54,13 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 			c.before = 0
 		}
 		want = c.rate.Scale(1 + speed*dt.Seconds())
-		if c.rate > c.ceiling.Scale(probePast) && want > c.rate { // also with no ceiling
+		capped := c.overflowCap(o, want)
+		// Not while the overflow cap holds it: the speed would be
+		// spent at once when the cap goes.
+		if c.rate > c.ceiling.Scale(probePast) && want > c.rate && capped == want { // also with no ceiling
 			c.speed = min(c.speed*math.Exp2(dt.Seconds()/max(probeDouble, c.fb).Seconds()), probeFastest)
 		}
-		want = c.overflowCap(o, want)
+		want = capped
 	}
 	if sr := c.sentRate(o.Now.Add(-sentWindow), o.Now); sr > 0 {
 		want = min(want, max(lead, sr.Scale(sentLead)))
