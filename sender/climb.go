@@ -55,6 +55,9 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 		}
 		want = c.rate.Scale(1 + speed*dt.Seconds())
 		capped := c.overflowCap(o, want)
+		if c.held(o, want, capped) {
+			return
+		}
 		// Not while the overflow cap holds it: the speed would be
 		// spent at once when the cap goes.
 		if c.rate > c.ceiling.Scale(probePast) && want > c.rate && capped == want { // also with no ceiling

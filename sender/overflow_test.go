@@ -132,3 +132,106 @@ func TestWatchOverflow(t *testing.T) {
 		})
 	}
 }
+
+// TestControllerHeldProbe probes a 200 ms path whose drain rate does not
+// rise: the transport drains no faster than before, and what the probe
+// adds waits at the sender. Held at the overflow cap, the probe ends within
+// overflowHold feedback delays, and the stream cruises under the drain
+// rate. Where the drain rate follows the rate sent (the path carries
+// more), or without an overflow (no cap), the probe goes on.
+func TestControllerHeldProbe(t *testing.T) {
+	const rtt = 200 * time.Millisecond
+	drain := 10 * rate.Mbps
+	type path struct {
+		overflow, follow, appLimited bool
+	}
+	probe := func(p path) (ended time.Duration, at rate.Bitrate, c *Controller) {
+		c = NewController(testLadder, drain)
+		f := newFeed(c)
+		d := drain
+		obs := func() Observation {
+			if p.follow {
+				d = max(d, c.sentRate(f.now.Add(-sentWindow), f.now))
+			}
+			return Observation{DrainRate: d, AppLimited: p.appLimited, RTT: rtt, MinRTT: rtt}
+		}
+		f.run(5*time.Second, obs)
+		c.rate, c.capacity, c.ceiling = drain.Scale(cruiseGain), drain, drain
+		c.phase, c.phaseAt, c.speed = probing, f.now, c.probeSpeed()
+		if p.overflow {
+			c.overflow.at = f.now // a probe lost packets before this one
+		}
+		start := f.now
+		for f.now.Sub(start) < 3*time.Second {
+			f.frame(obs())
+			if c.phase != probing {
+				return f.now.Sub(start), c.rate, c
+			}
+		}
+		return -1, c.rate, c
+	}
+	for _, p := range []path{{overflow: true, appLimited: true}, {overflow: true}} {
+		ended, at, c := probe(p)
+		if ended < 0 {
+			t.Errorf("%+v: a probe with the drain rate flat still probing after 3 s at %v (drain rate %v)", p, at, drain)
+			continue
+		}
+		// The probe reaches the hold within a second at its speed here.
+		if most := time.Second + overflowHold*c.fb; ended > most {
+			t.Errorf("%+v: held probe ended after %v, want within %v", p, ended, most)
+		}
+		if at > drain.Scale(cruiseGain) || c.capacity > drain || c.phase != cruising {
+			t.Errorf("%+v: after the held probe: %v at %v, capacity %v; want cruising at most %v", p, c.phase, at, c.capacity, drain.Scale(cruiseGain))
+		}
+	}
+	for _, p := range []path{{overflow: true, follow: true, appLimited: true}, {overflow: true, follow: true}, {}, {appLimited: true}} {
+		if _, at, _ := probe(p); at <= drain.Scale(1.1) {
+			t.Errorf("%+v: probe reached %v, want past %v", p, at, drain.Scale(1.1))
+		}
+	}
+}
+
+// TestEvidenceBackloggedDrain: a rate written without a queue is evidence
+// of the capacity, except, once a probe overflowed the buffer, beyond a
+// drain rate measured with the transport backlogged (not
+// application-limited): that drain rate is the path's, and the rest waits
+// at the sender.
+func TestEvidenceBackloggedDrain(t *testing.T) {
+	drain := 10 * rate.Mbps
+	for _, tc := range []struct {
+		appLimited, overflow bool
+	}{{false, true}, {true, true}, {false, false}} {
+		c := NewController(testLadder, drain)
+		c.capacity, c.low, c.high = drain, qLow, qHigh
+		now := time.Unix(1000, 0)
+		if tc.overflow {
+			c.overflow.at = now
+		}
+		// 11 Mb/s written over the last second, 30 frames a second.
+		for at := now.Add(-time.Second); at.Before(now); at = at.Add(time.Second / 30) {
+			c.sent = push(c.sent, written{at, at.Add(time.Second / 30), 11e6 / 8 / 30}, at.Add(-sentKeep))
+		}
+		c.evidence(Observation{Now: now, DrainRate: drain, AppLimited: tc.appLimited}, 0)
+		backlogged := tc.overflow && !tc.appLimited
+		if got := c.capacity; (!backlogged && got < drain.Scale(1.09)) || (backlogged && got != drain) {
+			t.Errorf("%+v: capacity %v, want %v if backlogged after an overflow, else about 11 Mb/s", tc, got, drain)
+		}
+	}
+}
+
+// TestOverflowCapWindowBound: with only the transport's window bound for
+// a drain rate (loss recovery), the cap leads the capacity instead.
+func TestOverflowCapWindowBound(t *testing.T) {
+	c := NewController(testLadder, 10*rate.Mbps)
+	now := time.Unix(1000, 0)
+	c.fb, c.capacity, c.rate = 200*time.Millisecond, 10*rate.Mbps, 7*rate.Mbps
+	c.overflow.at = now
+	want := 20 * rate.Mbps
+	bound := c.capacity.Scale(1 + overflowLead.Seconds()/c.fb.Seconds())
+	if got := c.overflowCap(Observation{Now: now, DrainRate: 6 * rate.Mbps, WindowBound: true}, want); got > bound {
+		t.Errorf("window bound only: capped at %v, want at most %v", got, bound)
+	}
+	if got := c.overflowCap(Observation{Now: now, DrainRate: 8 * rate.Mbps}, want); got > (8 * rate.Mbps).Scale(1+overflowLead.Seconds()/c.fb.Seconds()) {
+		t.Errorf("measured drain rate: capped at %v, want the drain rate's lead", got)
+	}
+}

@@ -51,12 +51,22 @@ func (c *Controller) frameSer() time.Duration { return c.capacity.Duration(int(c
 // keeps its last value: after the path slows it still remembers the old
 // rate, so a drain rate above the ceiling (where the path last congested)
 // is not taken. The ceiling itself goes once the controller has sent above
-// it without a queue building: the path has become faster.
+// it without a queue building: the path has become faster. Within
+// overflowKeep of a probe's overflow, what was sent counts only up to a
+// drain rate the transport measured while backlogged (not
+// application-limited): that is the path's rate, or its window's, and the
+// rest waits at the sender. Counted whole, it raised the capacity to the
+// rate of a probe the overflow cap had held (see held), and the stream
+// cruised above what the transport drained. (Everywhere, it cost the
+// stream its share beside a download: TestBesideDownload.)
 func (c *Controller) evidence(o Observation, excess time.Duration) {
 	clean := excess < c.low && c.skips < skipHigh && !c.loss.lossy
 	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
 	if !clean {
 		sent = 0
+	}
+	if d := measured(o); d > 0 && !o.AppLimited && c.overflowing(o.Now) {
+		sent = min(sent, d) // the rest waits at the sender
 	}
 	if c.ceiling > 0 && sent > c.ceiling.Scale(probePast) {
 		c.ceiling = 0
