@@ -26,7 +26,7 @@ import (
 type overflowed struct {
 	on         bool         // a probe is being watched
 	lost, sent int64        // the transport's counts when it began
-	capacity   rate.Bitrate // the capacity while it lasted
+	capacity   rate.Bitrate // the capacity when it began
 	end        time.Time    // the update after its cut (zero while it lasts)
 	at         time.Time    // when a probe last lost packets
 	// The packets sent and lost while cruising, outside any watch: the
@@ -46,7 +46,7 @@ const (
 	overflowLead = 15 * time.Millisecond // the queue a probe may build over the drain rate in a feedback delay
 	overflowKeep = 30 * time.Second      // how long a probe's losses are remembered
 	overflowTail = 2                     // feedback delays after a probe's cut in which its losses count
-	overflowKept = 0.9                   // a cut below this share of the probe's capacity found a slower path
+	overflowKept = 0.9                   // a cut below this share of the capacity before the probe found a slower path
 	quietMin     = 200                   // packets sent while cruising before their loss rate counts
 	quietMax     = 20000                 // and the most counted
 	overflowHold = 2                     // feedback delays a held probe waits for the drain rate to rise
@@ -55,8 +55,12 @@ const (
 // watchOverflow follows the probes: it judges each while it lasts and for
 // overflowTail feedback delays after the cut that ends it (a segment
 // dropped before the cut acted is declared lost about a round trip later),
-// unless that cut took the capacity below overflowKept of the probe's: the
-// path slowed, and the losses are that step's. A probe lost packets if
+// unless that cut took the capacity below overflowKept of what it was when
+// the probe began: the path slowed, and the losses are that step's. (Not
+// of the capacity at the probe's end: the probe's own rate, sent without a
+// queue, raises it on the way, and at 6.3 Mb/s and 230 ms a cut from
+// there to the drain rate, 17% lower, took a probe that had lost 40
+// segments for a slower path's.) A probe lost packets if
 // more were declared lost than the path's random loss explains, by
 // lossSigma standard deviations (see significant): four at least. The
 // path's random loss is the loss meter's base, or the loss rate while
@@ -70,9 +74,9 @@ func (c *Controller) watchOverflow(o Observation) {
 	switch {
 	case c.phase == probing:
 		if !w.on {
-			w.on, w.lost, w.sent = true, o.Lost, o.Sent
+			w.on, w.lost, w.sent, w.capacity = true, o.Lost, o.Sent, c.capacity
 		}
-		w.capacity, w.end = c.capacity, time.Time{}
+		w.end = time.Time{}
 	case !w.on:
 		return
 	case w.end.IsZero() && c.capacity < w.capacity.Scale(overflowKept):

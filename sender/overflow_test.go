@@ -67,8 +67,9 @@ func TestControllerProbeOverflow(t *testing.T) {
 
 // TestWatchOverflow follows a probe and the cut that ends it, with losses
 // declared at different times: during the probe, in the feedback delays
-// after a cut that kept the capacity (a probe's overshoot), after a cut
-// that found a slower path, after the watch ended; and at the path's
+// after a cut that kept the capacity (a probe's overshoot, also where the
+// probe had raised the capacity on its way), after a cut that found a
+// slower path, after the watch ended; and at the path's
 // random loss rate (the loss meter's base, or seen while cruising), and
 // too few.
 func TestWatchOverflow(t *testing.T) {
@@ -82,6 +83,7 @@ func TestWatchOverflow(t *testing.T) {
 	// 4 Mb/s of 1400-byte packets, from 10 s before the probe.
 	packets := func(at time.Duration) int64 { return int64((at + 10*time.Second).Seconds() * 4e6 / 8 / 1400) }
 	probe := []step{{0, probing, 4, 0}, {200 * time.Millisecond, probing, 4.2, 0}, {400 * time.Millisecond, probing, 4.3, 0}}
+	probeRaised := []step{{0, probing, 4, 0}, {200 * time.Millisecond, probing, 4.6, 0}, {400 * time.Millisecond, probing, 5.0, 0}}
 	cut := func(capacity float64, lost int64, after ...time.Duration) []step {
 		s := []step{{500 * time.Millisecond, recovering, capacity, 0}}
 		for _, a := range after {
@@ -110,6 +112,10 @@ func TestWatchOverflow(t *testing.T) {
 		{"lost while probing", append(probe[:2:2], step{400 * time.Millisecond, probing, 4.3, 6}), 0, true},
 		{"lost after a cut that kept the capacity", append(probe, cut(4.1, 6, fb)...), 0, true},
 		{"lost after a cut that found a slower path", append(probe, cut(2.2, 6, fb)...), 0, false},
+		// The probe's own rate, sent without a queue, raised the
+		// capacity as it went; the cut takes it back to about where the
+		// probe began, not to a slower path.
+		{"lost after a cut below the capacity the probe raised", append(probeRaised, cut(4.1, 6, fb)...), 0, true},
 		{"lost long after the cut", append(probe, cut(4.1, 6, overflowTail*fb+50*time.Millisecond)...), 0, false},
 		{"the path's random loss", append(probe, cut(4.1, 6, fb)...), 0.02, false},
 		{"three lost", append(probe, cut(4.1, 3, fb)...), 0, false},
