@@ -41,6 +41,7 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 		want = max(want, cruise)
 		if o.Now.Sub(c.phaseAt) >= max(cruiseTime, cruiseFb*c.fb) {
 			c.phase, c.phaseAt, c.speed = probing, o.Now, c.probeSpeed()
+			c.overflow.heldAt = time.Time{} // an earlier probe's hold is not this one's
 		}
 	case probing:
 		speed := c.speed

@@ -135,8 +135,12 @@ func (c *Controller) overflowCap(o Observation, want rate.Bitrate) rate.Bitrate 
 	if !c.overflowing(o.Now) || d <= 0 {
 		return want
 	}
-	return min(want, max(c.rate, d.Scale(1+overflowLead.Seconds()/c.fb.Seconds())))
+	return min(want, max(c.rate, d.Scale(1+c.overflowShare())))
 }
+
+// overflowShare is overflowLead over a feedback delay: the share of the
+// drain rate by which the overflow cap lets a probe lead it.
+func (c *Controller) overflowShare() float64 { return overflowLead.Seconds() / c.fb.Seconds() }
 
 // overflowing reports whether a probe lost packets within overflowKeep of
 // now.
@@ -175,7 +179,7 @@ func (c *Controller) held(o Observation, want, capped rate.Bitrate) bool {
 		w.heldAt = time.Time{}
 		return false
 	}
-	rise := 1 + overflowLead.Seconds()/c.fb.Seconds()/2
+	rise := 1 + c.overflowShare()/2
 	if w.heldAt.IsZero() || d > w.heldDrain.Scale(rise) {
 		w.heldAt, w.heldDrain = o.Now, d
 		return false
