@@ -265,6 +265,15 @@ func judgeStep(r Run, i int, st Step) judgement {
 	if st.AtS < r.WarmupS {
 		return judgement{notApplicable, "step in the warm-up"}
 	}
+	// After a rise the utilization is judged against the new rate, which
+	// an encoder that saturates below UtilizationMin of it never reaches,
+	// however fast the sender climbs (as judgeUtilization's encoder-limited
+	// runs).
+	if c := r.Ceiling; st.Change == StepRateRise && c != nil && c.SaturationBps != nil &&
+		*c.SaturationBps < UtilizationMin*float64(st.RateBps) {
+		return judgement{notApplicable, fmt.Sprintf("encoder-limited after the rise: %s saturates at %s (%.0f%% of %s)",
+			c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/float64(st.RateBps), fmtBps(float64(st.RateBps)))}
+	}
 	lim := "≤ " + fmtSec(limit)
 	if v := r.RecoveryS[i]; v != nil {
 		return judged(*v <= limit, fmtSec(*v), lim, fmtSec(*v-limit))

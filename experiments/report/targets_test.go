@@ -104,6 +104,14 @@ func TestTargets(t *testing.T) {
 		{"recovery", "missed after a doubling", func(r, _ *Run) {
 			r.Steps[0].Change, r.RecoveryS = StepRateRise, []*float64{f(6)}
 		}, missed, "6.00 s (≤ 5.00 s) missed by 1.00 s"},
+		{"recovery", "a doubling past what the encoder can send", func(r, _ *Run) {
+			r.Steps[0].Change, r.Steps[0].RateBps, r.RecoveryS = StepRateRise, 20e6, []*float64{nil}
+			r.Ceiling.SaturationBps = f(17.5e6)
+		}, notApplicable, "n/a: encoder-limited after the rise: 1280x720 saturates at 17.5 Mb/s (88% of 20.0 Mb/s)"},
+		{"recovery", "a doubling the encoder can fill", func(r, _ *Run) {
+			r.Steps[0].Change, r.Steps[0].RateBps, r.RecoveryS = StepRateRise, 20e6, []*float64{f(6)}
+			r.Ceiling.SaturationBps = f(18.5e6)
+		}, missed, "6.00 s (≤ 5.00 s) missed by 1.00 s"},
 		{"recovery", "an RTT step", func(r, _ *Run) { r.Steps[0].Change = StepRTT }, notApplicable, "n/a: rtt step: no target"},
 		{"recovery", "a step in the warm-up", func(r, _ *Run) { r.Steps[0].AtS = 3 }, notApplicable, "n/a: step in the warm-up"},
 		{"recovery", "no schedule", func(r, _ *Run) { r.Schedule, r.Steps, r.RecoveryS = "", nil, nil }, notApplicable, "n/a: no step"},
