@@ -402,6 +402,12 @@ type Observation struct {
 	// path's. At a cut the controller then takes the queue's growth over
 	// it when the growth says the path carries more (see congested).
 	AppLimited bool
+	// Newest is the rate of the transport's newest path-limited window
+	// (the backlog never ran out over it), which closed at NewestAt; zero
+	// if none has. A delivered rate of the path as it was then, while
+	// DrainRate's maximum may still hold an older, faster path's.
+	Newest   rate.Bitrate
+	NewestAt time.Time
 	// Unsent is the transport's unsent backlog at the invitation, bytes.
 	// The invitation rule keeps it below a few packets, so it carries no
 	// rate signal of its own; the controller does not read it.

@@ -1044,3 +1044,32 @@ func TestForeignQueueStreak(t *testing.T) {
 		t.Errorf("a base that fell to under half its shift did not end the quiet time and the streak: %+v", f)
 	}
 }
+
+// TestEvidenceNewestAfterCut: a drain rate above the ceiling counts only
+// when a path-limited window that closed after the last cut measured it;
+// an older one may be a faster path's, before it slowed.
+func TestEvidenceNewestAfterCut(t *testing.T) {
+	cut := time.Unix(1000, 0)
+	ceiling, drain := 428*rate.Kbps, 458*rate.Kbps
+	for _, tc := range []struct {
+		name     string
+		newestAt time.Time
+		capped   bool // a loss cut set the ceiling
+		want     rate.Bitrate
+	}{
+		{"window closed after the cut", cut.Add(30 * time.Millisecond), false, drain},
+		{"window closed before the cut", cut.Add(-time.Second), false, ceiling},
+		{"after a loss cut", cut.Add(30 * time.Millisecond), true, ceiling},
+	} {
+		c := NewController(testLadder, ceiling)
+		c.capacity, c.ceiling, c.lastCut, c.low, c.high = ceiling, ceiling, cut, qLow, qHigh
+		c.loss.capped = tc.capped
+		c.evidence(Observation{Now: cut.Add(100 * time.Millisecond), DrainRate: drain, Newest: drain, NewestAt: tc.newestAt}, 0)
+		if c.capacity != tc.want {
+			t.Errorf("%s: capacity %v, want %v", tc.name, c.capacity, tc.want)
+		}
+		if tc.want == drain && c.ceiling != drain {
+			t.Errorf("%s: ceiling %v, want %v", tc.name, c.ceiling, drain)
+		}
+	}
+}

@@ -59,6 +59,14 @@ func (c *Controller) frameSer() time.Duration { return c.capacity.Duration(int(c
 // rate of a probe the overflow cap had held (see held), and the stream
 // cruised above what the transport drained. (Everywhere, it cost the
 // stream its share beside a download: TestBesideDownload.)
+//
+// A path-limited window that closed after the last cut is no memory of an
+// older path, so its rate counts above the ceiling too, and raises it: a
+// probe's cut takes its capacity from the queue's growth (cutEstimate)
+// before the window that measured the path under that queue has closed.
+// At 500 kb/s and 209 ms, CUBIC, the window closed 30 ms after the cut at
+// 458 kb/s, the cut had estimated 428, and the stream cruised 3.5 s at 84%
+// of the link before its next probe.
 func (c *Controller) evidence(o Observation, excess time.Duration) {
 	clean := excess < c.low && c.skips < skipHigh && !c.loss.lossy
 	sent := c.sentRate(o.Now.Add(-sentWindow), o.Now)
@@ -74,6 +82,10 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 	lower := max(measured(o), sent)
 	if c.loss.capped || (c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast)) {
 		lower = sent // see lossMeter
+		if !c.loss.capped && !o.WindowBound && !c.lastCut.IsZero() && o.NewestAt.After(c.lastCut) {
+			lower = max(lower, o.Newest)
+			c.ceiling = max(c.ceiling, o.Newest)
+		}
 	}
 	c.capacity = max(c.capacity, lower)
 }

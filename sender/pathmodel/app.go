@@ -80,6 +80,8 @@ type invitation struct {
 	drain       rate.Bitrate
 	appLimited  bool
 	bound       bool // drain is the window bound, not a measurement
+	newest      rate.Bitrate
+	newestAt    time.Time
 	unsent      int
 	rtt, minRTT time.Duration
 	sent, lost  int64
@@ -118,6 +120,7 @@ func (s *sim) checkInvite(now time.Duration) {
 	s.inv = invitation{
 		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource.WindowBound(), unsent: t.unsent(),
 		rtt: t.srtt, minRTT: t.minRTT, sent: t.segsOut, lost: t.retransOut,
+		newest: s.est.last.Newest, newestAt: s.est.last.NewestAt,
 	}
 	s.state = appTaking
 	s.tryTake(now)
