@@ -80,9 +80,12 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 		c.ceiling = 0
 	}
 	lower := max(measured(o), sent)
-	if c.loss.capped || (c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast)) {
+	switch {
+	case c.loss.capped:
 		lower = sent // see lossMeter
-		if !c.loss.capped && !o.WindowBound && !c.lastCut.IsZero() && o.NewestAt.After(c.lastCut) {
+	case c.ceiling > 0 && measured(o) > c.ceiling.Scale(probePast):
+		lower = sent
+		if !o.WindowBound && !c.lastCut.IsZero() && o.NewestAt.After(c.lastCut) {
 			lower = max(lower, o.Newest)
 			c.ceiling = max(c.ceiling, o.Newest)
 		}
