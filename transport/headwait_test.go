@@ -9,12 +9,13 @@ func TestHeadWatch(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 	type op struct {
-		ack bool
-		off uint32
-		at  int // ms after t0
+		ack, left bool
+		off       uint32
+		at        int // ms after t0
 	}
-	w := func(end uint32, at int) op { return op{false, end, at} }
-	a := func(upTo uint32, at int) op { return op{true, upTo, at} }
+	w := func(end uint32, at int) op { return op{off: end, at: at} }
+	a := func(upTo uint32, at int) op { return op{ack: true, off: upTo, at: at} }
+	l := func(end uint32, at int) op { return op{left: true, off: end, at: at} }
 	cases := []struct {
 		name    string
 		ops     []op
@@ -37,6 +38,13 @@ func TestHeadWatch(t *testing.T) {
 		{"all acknowledged, then a write", []op{w(99, 0), w(199, 33), a(199, 50), w(299, 66)}, true, -16 * time.Millisecond, 66},
 		{"newest pair wins", []op{w(99, 0), w(199, 33), a(99, 60), w(299, 66), a(199, 70)}, true, 4 * time.Millisecond, 66},
 		{"an old acknowledgement changes nothing", []op{w(99, 0), w(199, 33), a(99, 60), a(50, 80)}, true, 27 * time.Millisecond, 33},
+		// The predecessor's tail left the host after the write (the
+		// frame was written with backlog unsent): the wait counts from
+		// that departure, not from the write.
+		{"written before the predecessor left", []op{w(99, 0), w(199, 33), l(99, 40), a(99, 60)}, true, 20 * time.Millisecond, 33},
+		{"predecessor left before the write", []op{w(99, 0), l(99, 10), w(199, 33), a(99, 60)}, true, 27 * time.Millisecond, 33},
+		{"the last two in one acknowledgement, late departure", []op{w(99, 0), w(199, 33), l(99, 45), a(199, 60)}, true, 15 * time.Millisecond, 33},
+		{"departure of an acknowledged frame", []op{w(99, 0), a(99, 20), l(99, 25), w(199, 33)}, true, -13 * time.Millisecond, 33},
 		// Offsets in serial-number arithmetic: the stream passes 2^32.
 		{"across the wrap", []op{w(1<<32-10, 0), w(89, 33), a(1<<32-10, 45)}, true, 12 * time.Millisecond, 33},
 	}
@@ -44,9 +52,12 @@ func TestHeadWatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var h HeadWatch
 			for _, o := range tc.ops {
-				if o.ack {
+				switch {
+				case o.ack:
 					h.Acked(o.off, ms(o.at))
-				} else {
+				case o.left:
+					h.Departed(o.off, ms(o.at))
+				default:
 					h.Written(o.off, ms(o.at))
 				}
 			}

@@ -311,7 +311,11 @@ func (c *Conn) limiter(f *frame) func(int) int {
 	return func(n int) int {
 		p := c.packed.Add(int64(n))
 		if p >= f.end && f.leftHost.Load() == 0 {
-			f.leftHost.Store(time.Now().UnixNano())
+			now := time.Now()
+			f.leftHost.Store(now.UnixNano())
+			c.headsMu.Lock()
+			c.heads.Departed(uint32(f.end-1), now)
+			c.headsMu.Unlock()
 		}
 		if l := c.limit.Load(); l >= 0 && c.accepted.Load()-c.discarded.Load()-p <= l {
 			c.signal()

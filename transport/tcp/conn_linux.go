@@ -551,6 +551,7 @@ func (c *Conn) drainLocked(fd int) {
 		switch s.kind {
 		case unix.SCM_TSTAMP_SND:
 			c.stats.StampsSent++
+			c.heads.Departed(s.key, s.at)
 			n := len(c.done)
 			c.done = c.pending.complete(s.key, s.at, c.done)
 			if len(c.done) == n {
