@@ -32,6 +32,9 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 	switch c.phase {
 	case starting:
 		want = c.rate.Scale(math.Exp(startGrowth * dt.Seconds()))
+		if c.held(o, want, want) {
+			return // a rate the stream cannot send: see held
+		}
 	case recovering:
 		want += rate.Bitrate(float64(cruise-want) * (1 - math.Exp(-2*dt.Seconds()/c.fb.Seconds())))
 		if want >= cruise.Scale(0.98) {

@@ -6,9 +6,9 @@ import (
 )
 
 func TestLeadMeter(t *testing.T) {
-	var m leadMeter
+	var m LeadMeter
 	ms := time.Millisecond
-	if got := m.add(5 * ms); got != 6*ms {
+	if got := m.Add(5 * ms); got != 6*ms {
 		t.Fatalf("first lead %v, want the encode plus the margin, 6ms", got)
 	}
 	// 29 fast encodes and 3 slow ones (keyframes): the lead covers the
@@ -18,20 +18,20 @@ func TestLeadMeter(t *testing.T) {
 		if i%10 == 5 {
 			d = 20 * ms
 		}
-		m.add(d)
+		m.Add(d)
 	}
-	if got := m.add(4 * ms); got != 5*ms {
+	if got := m.Add(4 * ms); got != 5*ms {
 		t.Errorf("lead %v after 3 slow encodes in 32, want 5ms (p90 4ms + margin)", got)
 	}
 	// Encodes slow down for good: the lead follows within the window.
 	var got time.Duration
 	for range leadSamples {
-		got = m.add(12 * ms)
+		got = m.Add(12 * ms)
 	}
 	if got != 13*ms {
 		t.Errorf("lead %v after a window of 12ms encodes, want 13ms", got)
 	}
-	if got := m.add(-ms); got < 0 {
+	if got := m.Add(-ms); got < 0 {
 		t.Errorf("negative encode time gave lead %v", got)
 	}
 }

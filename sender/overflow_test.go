@@ -244,3 +244,49 @@ func TestOverflowCapWindowBound(t *testing.T) {
 		t.Errorf("measured drain rate: capped at %v, want the drain rate's lead", got)
 	}
 }
+
+// TestControllerSendLimited: the drain rate stays flat, the transport
+// backlogged, and what the stream writes stays at the drain rate whatever
+// the target (BBR paces at its estimate; the invitations the target's
+// frames need come late, and frames are skipped), with no queue in the
+// round trip. The start and a probe both end
+// within a few feedback delays instead of holding the target above the
+// path for good. Where the writes follow the target
+// (TestControllerHeldProbe's paths without overflow), a probe goes on.
+func TestControllerSendLimited(t *testing.T) {
+	const rtt = 10 * time.Millisecond
+	drain := 4 * rate.Mbps
+	for _, probe := range []bool{false, true} {
+		c := NewController(testLadder, drain/2)
+		f := newFeed(c)
+		obs := func() Observation {
+			sent := min(f.d.Bitrate, drain).Scale(1.03) // the frame's share, headers on
+			w := sent.Bytes(frame)
+			return Observation{DrainRate: drain, RTT: rtt, MinRTT: rtt, Encoded: w * 100 / 103, Written: w}
+		}
+		if probe {
+			f.run(5*time.Second, obs)
+			c.rate, c.capacity, c.ceiling = drain.Scale(cruiseGain), drain, drain
+			c.phase, c.phaseAt, c.speed = probing, f.now, c.probeSpeed()
+		}
+		from := c.phase
+		start := f.now
+		var ended time.Duration = -1
+		var over time.Duration // time with the target past heldLead of the drain rate
+		for f.now.Sub(start) < 5*time.Second {
+			f.frame(obs())
+			if c.rate > drain.Scale(heldLead) {
+				over += frame
+			}
+			if ended < 0 && c.phase == cruising {
+				ended = f.now.Sub(start)
+			}
+		}
+		if ended < 0 {
+			t.Errorf("from %v: still %v after 5 s at %v (drain rate %v)", from, c.phase, c.rate, drain)
+		}
+		if over > time.Second {
+			t.Errorf("from %v: the target stood past %v of the drain rate for %v of 5 s", from, heldLead, over)
+		}
+	}
+}

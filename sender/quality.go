@@ -27,6 +27,7 @@ const (
 	drainTrust   = 0.8                    // a congestion estimate above this share of the drain rate trusts it
 	minCut       = 0.3                    // the deepest single cut
 	lagFactor    = 2                      // the queue's growth over the smoothed RTT's slope when a queue first shows
+	slowerShare  = 0.7                    // a queue growing as if the path carried less than this share of the capacity is cut again at once
 	drainTime    = time.Second            // a cut also drains the excess queue within this
 	qHigh        = 12 * time.Millisecond  // excess queueing that means congestion, at least (see band)
 	qLow         = 6 * time.Millisecond   // excess queueing below which the rate may rise, at least

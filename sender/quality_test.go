@@ -1073,3 +1073,48 @@ func TestEvidenceNewestAfterCut(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerSlowerPathCutsAgain: cruising at 4 Mb/s on a 300 ms path,
+// the path halves. The queue grows at a second per second while the drain
+// rate (a windowed maximum) still reads 4 Mb/s, so that the first cut
+// takes the capacity for 4 Mb/s. The queue's growth since that cut says
+// the path carries half of it: the next cut comes before the usual wait
+// of a feedback delay and 100 ms, which grows with the queue.
+func TestControllerSlowerPathCutsAgain(t *testing.T) {
+	const rtt = 300 * time.Millisecond
+	drain := 4 * rate.Mbps
+	c := NewController(testLadder, drain)
+	f := newFeed(c)
+	path := func() Observation { // what the stream writes is what the path took
+		w := min(f.d.Bitrate, drain).Scale(1.03).Bytes(frame)
+		return Observation{DrainRate: drain, RTT: rtt, MinRTT: rtt, Encoded: w * 100 / 103, Written: w}
+	}
+	f.run(10*time.Second, path)
+	c.rate = min(c.rate, drain)
+	start := f.now
+	type cut struct {
+		at   time.Time
+		fb   time.Duration
+		rate rate.Bitrate
+	}
+	var cuts []cut
+	last := c.Target()
+	f.run(3*time.Second, func() Observation {
+		o := path()
+		o.RTT += min(f.now.Sub(start), 600*time.Millisecond) // a 600 ms buffer fills
+		if tg := c.Target(); tg < last.Scale(0.97) {
+			cuts = append(cuts, cut{f.now, c.fb, c.rate})
+		}
+		last = c.Target()
+		return o
+	})
+	if len(cuts) < 2 {
+		t.Fatalf("%d cuts while the queue grew to the buffer, want two at least", len(cuts))
+	}
+	if gap := cuts[1].at.Sub(cuts[0].at); gap >= cuts[1].fb+100*time.Millisecond {
+		t.Errorf("second cut %v after the first, want before a feedback delay (%v) and 100 ms", gap, cuts[1].fb)
+	}
+	if cuts[1].rate > drain/2 {
+		t.Errorf("rate %v after the second cut, want below the halved path's %v", cuts[1].rate, drain/2)
+	}
+}

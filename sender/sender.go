@@ -128,7 +128,7 @@ type Sender struct {
 	pkt    *framer.Packetizer
 	enc    Encoder   // owned by Run's goroutine
 	prev   prevFrame // what the previous frame cost; Run's goroutine
-	lead   leadMeter // encode times; Run's goroutine
+	lead   LeadMeter // encode times; Run's goroutine
 	keyReq atomic.Bool
 	offset atomic.Int64 // viewer clock minus sender clock, ns; see SetClockOffset
 
@@ -430,7 +430,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 	s.encoded.Add(ef.End, 1)
 	s.mu.Unlock()
 
-	if err := t.SetLead(s.lead.add(ef.End.Sub(ef.Start))); err != nil {
+	if err := t.SetLead(s.lead.Add(ef.End.Sub(ef.Start))); err != nil {
 		return err
 	}
 	return t.WriteFrame(id, append(pkts, mpkts...))

@@ -110,7 +110,7 @@ func (s *sim) checkInvite(now time.Duration) {
 		return
 	}
 	t := s.tcp
-	in := rule.RuleInput{Unsent: t.unsent(), MSS: mss, ReplenishTime: s.cfg.Replen}
+	in := rule.RuleInput{Unsent: t.unsent(), MSS: mss, ReplenishTime: s.cfg.Replen, Lead: s.lead}
 	var app bool
 	in.DrainRate, in.DrainSource, app = s.est.estimate(t)
 	d := rule.Decide(in)

@@ -47,6 +47,8 @@ type sim struct {
 	prevVideo   int
 	prevEncode  time.Duration
 	prevKey     bool
+	leads       sender.LeadMeter // encode times, as the sender meters them
+	lead        time.Duration    // and the lead it last declared
 
 	// Frames written, and where they are in the byte stream.
 	frames    []Frame
@@ -125,6 +127,7 @@ func (s *sim) onWrite(now time.Duration) {
 	s.offsets = append(s.offsets, span{start, start + int64(p.bytes)})
 	s.heads.Written(uint32(start+int64(p.bytes)-1), epoch.Add(now))
 	s.prevBytes, s.prevVideo, s.prevEncode, s.prevKey = p.bytes, p.f.Video, p.f.Encode, p.f.Key
+	s.lead = s.leads.Add(p.f.Encode)
 	s.state, s.lastWrite = appWaiting, now
 	s.est.read(now, s.tcp) // the transport reads TCP_INFO before every write
 	s.tcp.write(now, p.bytes)
@@ -143,6 +146,7 @@ func (s *sim) onLeftHost(a, b int64, t, q time.Duration, dropped bool) {
 	}
 	for s.hostHead < len(s.frames) && s.offsets[s.hostHead].end <= b {
 		s.frames[s.hostHead].LeftHost = t
+		s.heads.Departed(uint32(s.offsets[s.hostHead].end-1), epoch.Add(t))
 		s.hostHead++
 	}
 }
