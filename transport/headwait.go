@@ -22,7 +22,8 @@ import "time"
 // (Departed). The sender writes with half a replenish time of backlog still
 // unsent (transport/tcp's Decide, with the lead): measured from the write,
 // every frame seemed to wait that long at the bottleneck, and at 15 fps on
-// a 10 Mb/s path the controller cut on it as a queue.
+// a 10 Mb/s path the controller cut on it as a queue. Without departures
+// (transport/quic reports none) the reference is the write.
 //
 // Frames are named by the stream offset of their last byte, in 32-bit
 // serial-number arithmetic (RFC 1982), so TCP's timestamp keys serve as
