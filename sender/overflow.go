@@ -168,14 +168,15 @@ func (c *Controller) overflowing(now time.Time) bool {
 // path, had its probe ended five times in 15 s and kept 65% of the link.
 //
 // A rate the stream cannot send (sendLimited) is held the same way,
-// capped or not, in a probe and in the start. With BBR, which paces at its estimate, at
-// 2.8 and 10 Mb/s and 10 ms the path model's start and probes climbed to
-// 1.2 to 1.3 times the path and stayed there for the run: the queue stood
-// at the sender, where the invitation came too late for one frame in five
-// and no round trip showed it, and the frames, each sized for a rate the
-// path did not carry, met half a replenish time of backlog and came out
-// one in five older. Capture to received over the floor fell from 29 to 9
-// and from 30 to 17 ms at the median, with the link as busy.
+// capped or not, in a probe and in the start. With BBR, which paces at
+// its estimate, at 2.8 and 10 Mb/s and 10 ms the path model's start and
+// probes climbed to 1.2 to 1.3 times the path and stayed there for the
+// run: the queue stood at the sender, where the invitation came too late
+// for one frame in five and no round trip showed it, and the frames, each
+// sized for a rate the path did not carry, met half a replenish time of
+// backlog. Capture to received over the floor fell from 29 to 13 and from
+// 30 to 21 ms at the median, the link as busy. (Real BBR keeps a queue of
+// its own at those rates, and its start ended without this.)
 //
 // Not kept: ending any probe that leads a drain rate measured while the
 // transport is backlogged, whatever the stream wrote. The path model's
