@@ -362,3 +362,36 @@ func TestReportBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestInvitesWithLead: a stream held above a 1 Mb/s path by a fixed
+// target, each frame 12 ms to encode, more than half the 15 ms replenish
+// time. The invitation allows for the lead the sender declares (its encode
+// time), as the transports' does, so each frame is written while the one
+// before still has bytes at the host; invited at half the replenish time
+// alone, the socket would empty during every encode.
+func TestInvitesWithLead(t *testing.T) {
+	newCtrl, _ := fixedAt(1500*rate.Kbps, rung360)
+	r, err := Run(Config{
+		Path:          Path{Rate: rate.Mbps, RTT: 20 * time.Millisecond, Queue: 200 * time.Millisecond, CC: Cubic},
+		Duration:      15 * time.Second,
+		NewController: newCtrl,
+		Encoder:       EncoderModel{EncodeTime: func(media.Rung) time.Duration { return 12 * time.Millisecond }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	behind, n := 0, 0
+	for i := 1; i < len(r.Frames); i++ {
+		prev, f := r.Frames[i-1], r.Frames[i]
+		if f.Write < time.Second || prev.LeftHost < 0 {
+			continue
+		}
+		n++
+		if f.Write < prev.LeftHost {
+			behind++
+		}
+	}
+	if n == 0 || float64(behind) < 0.8*float64(n) {
+		t.Errorf("%d of %d frames written while the one before was still at the host, want most", behind, n)
+	}
+}
