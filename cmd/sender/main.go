@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -173,7 +174,7 @@ func (o options) whipClient() (*http.Client, error) {
 func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	switch o.transport {
 	case "tcp":
-		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Congestion: o.cc, Token: o.token, Logger: log}), nil
+		return tcp.Dialer(o.to, tcp.Config{Mode: o.mode, Congestion: o.cc, Pace: o.paced(), Token: o.token, Logger: log}), nil
 	case "webrtc":
 		client, err := o.whipClient()
 		if err != nil {
@@ -193,12 +194,19 @@ func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Token: o.token, Logger: log}), nil
 }
 
+// paced says whether TCP connections pace the socket: in replenish mode
+// where the source's frames are long (tcp.LongFrame). The other modes are
+// the applications replenish is compared with, and stay as they are.
+func (o options) paced() bool {
+	return o.transport == "tcp" && o.mode.Policy == transport.Replenish && time.Second/time.Duration(o.fps) >= tcp.LongFrame
+}
+
 // logStart logs what the sender is about to do.
 func logStart(log *slog.Logger, o options) {
 	attrs := []any{"to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes,
 		"layers", o.layers}
 	if o.transport == "tcp" {
-		attrs = append(attrs, "cc", congestionName(o.cc))
+		attrs = append(attrs, "cc", congestionName(o.cc), "paced", o.paced())
 	}
 	log.Info("sending", attrs...)
 }

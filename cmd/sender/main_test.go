@@ -134,6 +134,32 @@ func TestTokenFlag(t *testing.T) {
 	}
 }
 
+// TCP paces the socket in replenish mode at frame intervals of 50 ms
+// and longer (tcp.LongFrame): 20 fps and below.
+func TestPaced(t *testing.T) {
+	pin := "sha256:" + strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"-fps", "24"}, false},
+		{[]string{"-fps", "20"}, true},
+		{[]string{"-fps", "15"}, true},
+		{[]string{"-fps", "15", "-mode", "default"}, false},
+		{[]string{"-fps", "15", "-mode", "lowat=15000"}, false},
+		{[]string{"-fps", "15", "-transport", "quic", "-pin", pin}, false},
+	} {
+		o, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.paced(); got != tc.want {
+			t.Errorf("%q: paced %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
 func TestModeConfigMatchesParseMode(t *testing.T) {
 	o, err := parseFlags([]string{"-replenish", "20ms"}, io.Discard)
 	cfg := o.mode

@@ -70,9 +70,9 @@ func newBBR(rng *rand.Rand) *bbr {
 	return b
 }
 
-func (b *bbr) cwnd() int           { return max(int(b.w), 1) }
-func (b *bbr) pacingRate() float64 { return b.pacing }
-func (b *bbr) slowStart() bool     { return false }
+func (b *bbr) cwnd() int               { return max(int(b.w), 1) }
+func (b *bbr) pacingRate(*tcp) float64 { return b.pacing }
+func (b *bbr) slowStart() bool         { return false }
 
 func (b *bbr) maxBw() float64 {
 	m := 0.0

@@ -17,9 +17,11 @@ const (
 
 // cubic models Linux CUBIC with HyStart's delay detector: slow start, then
 // the cubic window function around the last maximum, with the Reno-friendly
-// floor. cwnd grows only while the flow is cwnd-limited. It does not pace
-// (Linux paces CUBIC only under the fq qdisc).
+// floor. cwnd grows only while the flow is cwnd-limited. It paces only
+// where the socket asks (paced; Linux paces CUBIC otherwise only under the
+// fq qdisc).
 type cubic struct {
+	paced    bool    // the socket asked for pacing
 	w        float64 // cwnd, segments
 	ssthresh float64
 	lastMax  float64
@@ -38,9 +40,23 @@ type cubic struct {
 
 func newCubic() *cubic { return &cubic{w: initCwnd, ssthresh: math.Inf(1)} }
 
-func (c *cubic) cwnd() int           { return max(int(c.w), 1) }
-func (c *cubic) pacingRate() float64 { return 0 }
-func (c *cubic) slowStart() bool     { return c.w < c.ssthresh }
+func (c *cubic) cwnd() int       { return max(int(c.w), 1) }
+func (c *cubic) slowStart() bool { return c.w < c.ssthresh }
+
+// pacingRate is Linux's tcp_update_pacing_rate for a paced socket: cwnd
+// (or what is in flight, if more) per smoothed round trip, times 2 while
+// cwnd is under half of ssthresh and 1.2 after (tcp_pacing_ss_ratio and
+// tcp_pacing_ca_ratio).
+func (c *cubic) pacingRate(t *tcp) float64 {
+	if !c.paced || t.srtt == 0 {
+		return 0
+	}
+	ratio := 1.2
+	if c.w < c.ssthresh/2 {
+		ratio = 2
+	}
+	return ratio * float64(max(c.cwnd(), t.inflight)*mss) / t.srtt.Seconds()
+}
 
 // onTxStart shifts the cubic epoch by the idle time, so that the window
 // function does not jump after a pause (Linux CA_EVENT_TX_START).

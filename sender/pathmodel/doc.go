@@ -28,7 +28,8 @@
 //     smoothed RTT and minimum RTT (the handshake's round trip among them),
 //     and cwnd validation. Two congestion
 //     controls: CUBIC (slow start with HyStart, the cubic function, the
-//     Reno-friendly region, growth only while cwnd-limited) and BBR v1
+//     Reno-friendly region, growth only while cwnd-limited; paced as
+//     Linux paces a socket that asks, where the sender asks) and BBR v1
 //     (STARTUP, DRAIN, the PROBE_BW gain cycle, PROBE_RTT, cwnd at twice
 //     the BDP, pacing at the bandwidth estimate times the gain).
 //   - The drain-rate estimate the controller sees: the transport's own

@@ -77,7 +77,7 @@ func (e *drainEstimator) read(now time.Duration, t *tcp) {
 		MinRTT:     t.minRTT,
 		Cwnd:       t.cc.cwnd() * mss,
 		PeerWindow: -1,
-		PacingRate: rate.FromBytesPerSecond(t.cc.pacingRate()),
+		PacingRate: rate.FromBytesPerSecond(t.cc.pacingRate(t)),
 	})
 }
 

@@ -395,3 +395,30 @@ func TestInvitesWithLead(t *testing.T) {
 		t.Errorf("%d of %d frames written while the one before was still at the host, want most", behind, n)
 	}
 }
+
+// TestPacedLongFrames holds 8 Mb/s of 15 fps video over a 10 Mb/s path
+// with a 30 ms buffer: each frame is 53 ms of the link. Paced (the sender
+// paces frames this long, transport/tcp's LongFrame), CUBIC lets each
+// frame into the bottleneck at 1.2 times cwnd a round trip and the queue
+// it builds fits; unpaced, the window sends it at once, the buffer loses
+// the tail, and the frames wait for retransmissions.
+func TestPacedLongFrames(t *testing.T) {
+	r720 := media.Rung{Size: media.Size{W: 1280, H: 720}, Min: 1500 * rate.Kbps, Max: 20 * rate.Mbps}
+	p := Path{Rate: 10 * rate.Mbps, RTT: 80 * time.Millisecond, Queue: 30 * time.Millisecond}
+	for seed := range 3 {
+		for _, unpaced := range []bool{false, true} {
+			ctrl, _ := fixedAt(8*rate.Mbps, r720)
+			r, err := Run(Config{Path: p, FPS: 15, NoPacing: unpaced, Seed: uint64(seed + 1), NewController: ctrl, Duration: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("seed %d, unpaced %v: capture to received p95 %v over the floor, %d drops", seed+1, unpaced, r.Excess.P95, r.Drops)
+			if !unpaced && r.Excess.P95 > 20*time.Millisecond {
+				t.Errorf("seed %d, paced: capture to received p95 %v over the floor, want under 20 ms", seed+1, r.Excess.P95)
+			}
+			if unpaced && r.Excess.P95 < 50*time.Millisecond {
+				t.Errorf("seed %d, unpaced: capture to received p95 %v over the floor, want the retransmissions' 50 ms or more", seed+1, r.Excess.P95)
+			}
+		}
+	}
+}

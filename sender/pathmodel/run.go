@@ -9,6 +9,7 @@ import (
 	"replenish/media"
 	"replenish/rate"
 	"replenish/sender"
+	tcptransport "replenish/transport/tcp"
 )
 
 // CC names a congestion-control model.
@@ -88,6 +89,10 @@ type Config struct {
 	FPS      int           // the source's frame rate; 0 means 30
 	Replen   time.Duration // the replenish time; 0 means 15 ms
 	Encoder  EncoderModel
+	// NoPacing leaves the stream's CUBIC unpaced at every frame rate. The
+	// sender paces its socket where the source's frame interval is at
+	// least transport/tcp's LongFrame (BBR paces either way).
+	NoPacing bool
 	// Estimator selects the drain-rate estimator's semantics.
 	Estimator Estimator
 	// KeyframeEvery requests a keyframe this often (a viewer's PLI); 0
@@ -198,6 +203,7 @@ func newSim(cfg Config) *sim {
 		s.tcp.cc = b
 	default:
 		c := newCubic()
+		c.paced = !cfg.NoPacing && time.Second/time.Duration(cfg.FPS) >= tcptransport.LongFrame // as cmd/sender
 		s.tcp.cc = c
 		s.tcp.slowStart = c.slowStart
 	}

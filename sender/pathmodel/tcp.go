@@ -48,8 +48,8 @@ type ackInfo struct {
 
 // congestion is a congestion-control model.
 type congestion interface {
-	cwnd() int           // segments
-	pacingRate() float64 // bytes per second; 0: no pacing
+	cwnd() int                 // segments
+	pacingRate(t *tcp) float64 // bytes per second; 0: no pacing
 	onTxStart(t *tcp, now time.Duration)
 	onAck(t *tcp, now time.Duration, a ackInfo)
 	onLoss(t *tcp, now time.Duration)
@@ -139,7 +139,7 @@ func (t *tcp) trySend(now time.Duration) {
 			limited = true
 			break
 		}
-		if t.cc.pacingRate() > 0 && now < t.paceNext {
+		if t.cc.pacingRate(t) > 0 && now < t.paceNext {
 			if !t.pacePending {
 				t.pacePending = true
 				t.s.q.pushFlow(t.paceNext, evPace, 0, t.flow)
@@ -194,7 +194,7 @@ func (t *tcp) transmit(now time.Duration, id int64) {
 	wire := sg.size + tcpIPHeader
 	leave := max(now, t.hostFree) + hostRate.Duration(wire)
 	t.hostFree = leave
-	if pr := t.cc.pacingRate(); pr > 0 {
+	if pr := t.cc.pacingRate(t); pr > 0 {
 		t.paceNext = max(t.paceNext, now) + time.Duration(float64(wire)/pr*float64(time.Second))
 	}
 	start, depart, dropped := t.s.bottleneck(leave, wire, first, t.flow)

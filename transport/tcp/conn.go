@@ -27,6 +27,8 @@ type Options struct {
 	// RTOMax is TCP_RTO_MAX_MS as read back when Config.RTOMax set it; 0
 	// otherwise, or when the kernel does not have the option.
 	RTOMax time.Duration
+	// Paced says the socket asked for the kernel's pacing (Config.Pace).
+	Paced bool
 	// KeyBase is the OPT_ID key of the first byte the Conn writes: 0 when
 	// the kernel supports SOF_TIMESTAMPING_OPT_ID_TCP, otherwise the bytes
 	// still unacknowledged when timestamping was enabled.
@@ -248,7 +250,7 @@ func newConn(tc *net.TCPConn, cfg Config, passive bool) (*Conn, error) {
 	c.lowat = c.opts.NotsentLowat
 	c.stats.Lowat = c.lowat
 	cfg.Logger.Debug("tcp: socket set up", "mode", cfg.Mode.String(),
-		"congestion", c.opts.Congestion, "nodelay", c.opts.NoDelay, "notsent_lowat", c.opts.NotsentLowat,
+		"congestion", c.opts.Congestion, "nodelay", c.opts.NoDelay, "paced", c.opts.Paced, "notsent_lowat", c.opts.NotsentLowat,
 		"timestamping", c.opts.Timestamping, "key_base", c.opts.KeyBase)
 	return c, nil
 }

@@ -55,7 +55,7 @@ func (c *Conn) setupFD(fd int) error {
 	if proto != unix.IPPROTO_TCP {
 		return fmt.Errorf("%w: protocol %d", ErrNotTCP, proto)
 	}
-	for _, step := range []func(int) error{c.setupCongestion, c.setupNoDelay, c.setupLowat, c.setupBuffers, c.setupRTOMax, c.setupTimestamping} {
+	for _, step := range []func(int) error{c.setupCongestion, c.setupNoDelay, c.setupLowat, c.setupBuffers, c.setupRTOMax, c.setupPacing, c.setupTimestamping} {
 		if err := step(fd); err != nil {
 			return err
 		}
@@ -218,6 +218,28 @@ func (c *Conn) setupRTOMax(fd int) error {
 		return fmt.Errorf("%w: TCP_RTO_MAX_MS reads %d, set %d", ErrOption, got, ms)
 	}
 	c.opts.RTOMax = time.Duration(got) * time.Millisecond
+	return nil
+}
+
+// setupPacing turns the kernel's pacing on where the configuration asks.
+// Any SO_MAX_PACING_RATE but the unset value (all ones) does; the largest
+// other leaves the rate the kernel's, and reads back as set.
+func (c *Conn) setupPacing(fd int) error {
+	if !c.cfg.Pace {
+		return nil
+	}
+	const uncapped = math.MaxUint64 - 1
+	if err := unix.SetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, uncapped); err != nil {
+		return fmt.Errorf("tcp: setsockopt SO_MAX_PACING_RATE: %w", err)
+	}
+	got, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE)
+	if err != nil {
+		return fmt.Errorf("tcp: getsockopt SO_MAX_PACING_RATE: %w", err)
+	}
+	if got != uncapped {
+		return fmt.Errorf("%w: SO_MAX_PACING_RATE reads %d, set %d", ErrOption, got, uint64(uncapped))
+	}
+	c.opts.Paced = true
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -279,6 +280,7 @@ func TestOptionsReadBack(t *testing.T) {
 		{"user timeout", Config{UserTimeout: 7 * time.Second}, true, NoLowat},
 		{"rto max", Config{RTOMax: 1500 * time.Millisecond}, true, NoLowat},
 		{"congestion reno", Config{Congestion: "reno"}, true, NoLowat},
+		{"paced", Config{Pace: true}, true, NoLowat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Start from the opposite of what New should set, and a
@@ -344,6 +346,13 @@ func TestOptionsReadBack(t *testing.T) {
 			e.c.raw.Control(func(fd uintptr) { cc, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
 			if cc == "" || o.Congestion != cc || (tc.cfg.Congestion != "" && cc != tc.cfg.Congestion) {
 				t.Errorf("TCP_CONGESTION = %q, Options.Congestion %q, Config.Congestion %q", cc, o.Congestion, tc.cfg.Congestion)
+			}
+			// Unset, SO_MAX_PACING_RATE reads all ones; any other value
+			// turns the kernel's pacing on.
+			var pacing uint64
+			e.c.raw.Control(func(fd uintptr) { pacing, _ = unix.GetsockoptUint64(int(fd), unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE) })
+			if (pacing != math.MaxUint64) != tc.cfg.Pace || o.Paced != tc.cfg.Pace {
+				t.Errorf("SO_MAX_PACING_RATE = %#x, Options.Paced %v, Config.Pace %v", pacing, o.Paced, tc.cfg.Pace)
 			}
 		})
 	}

@@ -97,6 +97,12 @@ type Config struct {
 	// NoTimestamps disables SO_TIMESTAMPING; SendRecords then carry no
 	// LeftHost.
 	NoTimestamps bool
+	// Pace turns on the kernel's own pacing (SO_MAX_PACING_RATE, set to
+	// no cap): Linux then spreads what cwnd lets go at 1.2 times cwnd a
+	// smoothed round trip (2 times early in slow start) instead of sending
+	// it at once, as it does under the fq qdisc. BBR paces either way. It
+	// cannot be turned off for the connection. See LongFrame.
+	Pace bool
 	// MaxPending bounds the frames awaiting a departure timestamp. Zero
 	// means DefaultMaxPending.
 	MaxPending int
@@ -137,6 +143,18 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// LongFrame is the frame interval from which a stream in replenish mode
+// should pace its socket (Config.Pace). A stream that fills its path
+// writes frames about a frame interval long at the path's rate, and an
+// unpaced socket sends each as one burst as far as cwnd allows; where the
+// bottleneck's buffer is shorter than the frame, the burst loses its tail.
+// Buffers of 20 to 60 ms are common. Paced, the frame leaves at about 1.2
+// times the path's rate, and the queue it builds is a sixth as long. At
+// 30 fps the frames fit most buffers, and pacing them measured neither
+// clearly better nor worse (experiments/NOTEBOOK.md, "Pacing long
+// frames").
+const LongFrame = 50 * time.Millisecond
 
 // Bounds of Config.RTOMax: those Linux accepts for TCP_RTO_MAX_MS.
 const (
