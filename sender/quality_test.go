@@ -740,17 +740,26 @@ func TestControllerMakesUpUndershoot(t *testing.T) {
 }
 
 // TestControllerEncodeBudget holds the rung where the next one's frames
-// would take too long to encode (the CPU, not the path, is the limit).
+// would take too long to encode (the CPU, not the path, is the limit). The
+// prediction scales 640x360's encode time by the pixels plus the bytes
+// (encodeFits); at 640x360's Max, 2.5 Mb/s, 1280x720 is predicted at 2.7
+// times it at 30 fps (10.7 KB frames) and 1.9 times at 10 fps (32 KB),
+// where the pixels alone would say 4.
 func TestControllerEncodeBudget(t *testing.T) {
 	for _, tc := range []struct {
-		encode time.Duration // at 640x360; 1280x720 has four times the pixels
+		fps    int
+		encode time.Duration // at 640x360
 		want   int
 	}{
-		{3 * time.Millisecond, 1280},
-		{encodeBudget/4 + time.Millisecond, 640},
+		{30, 3 * time.Millisecond, 1280},
+		{30, 6500 * time.Microsecond, 1280}, // 17.5 ms predicted
+		{30, 8500 * time.Microsecond, 640},  // 22.9 ms
+		{10, 9500 * time.Microsecond, 1280}, // 18.1 ms
+		{10, 11500 * time.Microsecond, 640}, // 21.9 ms
 	} {
 		c := NewController(testLadder, 1*rate.Mbps)
 		f := newFeed(c)
+		f.every = time.Second / time.Duration(tc.fps)
 		f.run(10*time.Second, func() Observation {
 			o := clean(1 * rate.Gbps)()
 			if c.Rung().Size.W == 640 {
@@ -759,7 +768,7 @@ func TestControllerEncodeBudget(t *testing.T) {
 			return o
 		})
 		if got := c.Rung().Size.W; got != tc.want {
-			t.Errorf("encoding 640x360 in %v: rung %v, want width %d", tc.encode, c.Rung().Size, tc.want)
+			t.Errorf("%d fps, encoding 640x360 in %v: rung %v, want width %d", tc.fps, tc.encode, c.Rung().Size, tc.want)
 		}
 	}
 }

@@ -52,19 +52,33 @@ func (c *Controller) chooseRung(now time.Time) bool {
 	return false
 }
 
-// encodeFits says the next rung's frames would encode within encodeBudget,
-// the current rung's encode time scaled by the pixels. Not from the lowest
-// rung: media/vpx encodes it with libvpx's good-quality deadline (see its
-// recodes), at over ten times the realtime encode's time a pixel: 3 to 5 ms
-// at 160x90, scaled, would hold the stream there on a slower machine, while
-// 320x180 encodes in under a millisecond.
+// encodeFits says the next rung's frames would encode within encodeBudget.
+// libvpx's realtime encode time grows with the pixels and with the bytes
+// it writes, about 6 ms a megapixel and 0.1 ms a kilobyte on the machine
+// it was measured on (188,000 frames at 320x180 to 1280x720, 1 to 170 KB),
+// and the next rung's frames carry about the current's bytes (the same
+// target): so the current rung's encode time is scaled by
+// (pixels + bytes × pixelsPerByte) over the same at the current rung. A frame
+// of four times the pixels takes 2 to 3.2 times as long there, not four
+// (5.0 and 9.5 ms at 28 KB); scaled by the pixels alone, 10 fps at 4 Mb/s
+// stayed at 640x360 for the run. Not from the lowest rung: media/vpx
+// encodes it with libvpx's good-quality deadline (see its recodes), at
+// over ten times the realtime encode's time a pixel: 3 to 5 ms at 160x90,
+// scaled, would hold the stream there on a slower machine, while 320x180
+// encodes in under a millisecond.
 func (c *Controller) encodeFits(cur, next media.Rung) bool {
 	if c.encode <= 0 || cur.Size.Pixels() <= 0 || cur.Size == media.Ladder[0].Size {
 		return true
 	}
-	scaled := time.Duration(float64(c.encode) * float64(next.Size.Pixels()) / float64(cur.Size.Pixels()))
-	return scaled <= encodeBudget
+	b := c.frameAvg * pixelsPerByte
+	scale := (float64(next.Size.Pixels()) + b) / (float64(cur.Size.Pixels()) + b)
+	return time.Duration(float64(c.encode)*scale) <= encodeBudget
 }
+
+// pixelsPerByte is how many pixels of a frame cost libvpx's realtime
+// encoder what a byte of its output does: 0.1 ms a kilobyte over 6 ms a
+// megapixel (see encodeFits).
+const pixelsPerByte = 0.1e-3 / 6e-6
 
 // startRung returns the highest rung whose default bitrate is at most b (the
 // lowest rung if none).
