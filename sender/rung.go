@@ -57,15 +57,15 @@ func (c *Controller) chooseRung(now time.Time) bool {
 // it writes, about 6 ms a megapixel and 0.1 ms a kilobyte on the machine
 // it was measured on (188,000 frames at 320x180 to 1280x720, 1 to 170 KB),
 // and the next rung's frames carry about the current's bytes (the same
-// target): so the current rung's encode time is scaled by
-// (pixels + bytes × pixelsPerByte) over the same at the current rung. A frame
+// target): so the current rung's encode time is scaled by pixels plus
+// bytes times pixelsPerByte, the next rung's over the current's. A frame
 // of four times the pixels takes 2 to 3.2 times as long there, not four
 // (5.0 and 9.5 ms at 28 KB); scaled by the pixels alone, 10 fps at 4 Mb/s
-// stayed at 640x360 for the run. Not from the lowest rung: media/vpx
-// encodes it with libvpx's good-quality deadline (see its recodes), at
-// over ten times the realtime encode's time a pixel: 3 to 5 ms at 160x90,
-// scaled, would hold the stream there on a slower machine, while 320x180
-// encodes in under a millisecond.
+// stayed at 640x360 for 11 to 38 s in five runs of eight. Not from the
+// lowest rung: media/vpx encodes it with libvpx's good-quality deadline
+// (see its recodes), at over ten times the realtime encode's time a pixel:
+// 3 to 5 ms at 160x90, scaled, would hold the stream there on a slower
+// machine, while 320x180 encodes in under a millisecond.
 func (c *Controller) encodeFits(cur, next media.Rung) bool {
 	if c.encode <= 0 || cur.Size.Pixels() <= 0 || cur.Size == media.Ladder[0].Size {
 		return true
