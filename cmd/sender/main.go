@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -198,7 +197,7 @@ func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 // where the source's frames are long (tcp.LongFrame). The other modes are
 // the applications replenish is compared with, and stay as they are.
 func (o options) paced() bool {
-	return o.transport == "tcp" && o.mode.Policy == transport.Replenish && time.Second/time.Duration(o.fps) >= tcp.LongFrame
+	return o.transport == "tcp" && o.mode.Policy == transport.Replenish && tcp.LongFrames(o.fps)
 }
 
 // logStart logs what the sender is about to do.

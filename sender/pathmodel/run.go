@@ -203,7 +203,7 @@ func newSim(cfg Config) *sim {
 		s.tcp.cc = b
 	default:
 		c := newCubic()
-		c.paced = !cfg.NoPacing && time.Second/time.Duration(cfg.FPS) >= tcptransport.LongFrame // as cmd/sender
+		c.paced = !cfg.NoPacing && tcptransport.LongFrames(cfg.FPS) // as cmd/sender
 		s.tcp.cc = c
 		s.tcp.slowStart = c.slowStart
 	}

@@ -156,6 +156,10 @@ func (c Config) withDefaults() Config {
 // frames").
 const LongFrame = 50 * time.Millisecond
 
+// LongFrames says a source of fps frames a second writes long frames: a
+// frame interval of LongFrame or more.
+func LongFrames(fps int) bool { return fps > 0 && time.Second/time.Duration(fps) >= LongFrame }
+
 // Bounds of Config.RTOMax: those Linux accepts for TCP_RTO_MAX_MS.
 const (
 	MinRTOMax = time.Second
