@@ -190,14 +190,17 @@ func (o options) dialer(log *slog.Logger) (transport.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Token: o.token, Logger: log}), nil
+	return quic.Dialer(o.to, quic.Config{Mode: o.mode, TLS: tlsConf, Pace: o.paced(), Token: o.token, Logger: log}), nil
 }
 
-// paced says whether TCP connections pace the socket: in replenish mode
-// where the source's frames are long (tcp.LongFrame). The other modes are
-// the applications replenish is compared with, and stay as they are.
+// paced says whether connections pace what they send, in replenish mode
+// only: TCP where the source's frames are long (tcp.LongFrame), QUIC at
+// every frame rate (quic.Config.Pace: quic-go paces anyway, but lets ten
+// packets go at once after a pause, all of a frame at a few Mb/s and
+// 30 fps). The other modes are the applications replenish is compared
+// with, and stay as they are.
 func (o options) paced() bool {
-	return o.transport == "tcp" && o.mode.Policy == transport.Replenish && tcp.LongFrames(o.fps)
+	return o.mode.Policy == transport.Replenish && (o.transport == "quic" || o.transport == "tcp" && tcp.LongFrames(o.fps))
 }
 
 // logStart logs what the sender is about to do.
@@ -205,7 +208,10 @@ func logStart(log *slog.Logger, o options) {
 	attrs := []any{"to", o.to, "transport", o.transport, "name", o.name, "mode", o.mode.String(), "fps", o.fps, "max-res", o.maxRes,
 		"layers", o.layers}
 	if o.transport == "tcp" {
-		attrs = append(attrs, "cc", congestionName(o.cc), "paced", o.paced())
+		attrs = append(attrs, "cc", congestionName(o.cc))
+	}
+	if o.transport == "tcp" || o.transport == "quic" {
+		attrs = append(attrs, "paced", o.paced())
 	}
 	log.Info("sending", attrs...)
 }

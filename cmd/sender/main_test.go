@@ -135,7 +135,8 @@ func TestTokenFlag(t *testing.T) {
 }
 
 // TCP paces the socket in replenish mode at frame intervals of 50 ms
-// and longer (tcp.LongFrame): 20 fps and below.
+// and longer (tcp.LongFrame): 20 fps and below; QUIC paces in replenish
+// mode at every frame rate.
 func TestPaced(t *testing.T) {
 	pin := "sha256:" + strings.Repeat("ab", 32)
 	for _, tc := range []struct {
@@ -148,7 +149,11 @@ func TestPaced(t *testing.T) {
 		{[]string{"-fps", "15"}, true},
 		{[]string{"-fps", "15", "-mode", "default"}, false},
 		{[]string{"-fps", "15", "-mode", "lowat=15000"}, false},
-		{[]string{"-fps", "15", "-transport", "quic", "-pin", pin}, false},
+		{[]string{"-fps", "15", "-transport", "quic", "-pin", pin}, true},
+		{[]string{"-transport", "quic", "-pin", pin}, true},
+		{[]string{"-transport", "quic", "-pin", pin, "-mode", "default"}, false},
+		{[]string{"-transport", "quic", "-pin", pin, "-mode", "expire=100ms"}, false},
+		{[]string{"-transport", "webrtc", "-to", "http://127.0.0.1:8080/whip"}, false},
 	} {
 		o, err := parseFlags(tc.args, io.Discard)
 		if err != nil {

@@ -29,6 +29,7 @@ type Conn struct {
 	cfg  Config
 	log  *slog.Logger
 	path *pathState
+	pace *pacer // nil unless Config.Pace
 
 	wake    chan struct{} // capacity 1: the backlog shrank or a frame finished
 	queued  chan struct{} // capacity 1: a frame was queued for the writer
@@ -96,6 +97,9 @@ func newConn(qc *quic.Conn, cfg Config, path *pathState) (*Conn, error) {
 		est:     drain.New(drain.Config{}),
 	}
 	c.limit.Store(-1)
+	if cfg.Pace {
+		c.pace = &pacer{}
+	}
 	path.packed.Store(&c.packed)
 	path.acks.setOnAcked(func(upTo int64, at time.Time) {
 		c.headsMu.Lock()
@@ -304,11 +308,16 @@ func (c *Conn) nextFrame() *frame {
 	}
 }
 
-// limiter returns the write limiter for f: it never limits, and counts the
-// bytes quic-go packetizes. It runs on quic-go's goroutine and must not
-// block.
+// limiter returns the write limiter for f: it counts the bytes quic-go
+// packetizes, and limits them only to pace them (Config.Pace), to all or
+// none of a packet's. It runs on quic-go's goroutine and must not block.
 func (c *Conn) limiter(f *frame) func(int) int {
 	return func(n int) int {
+		if c.pace != nil {
+			if n = c.pace.allow(time.Now(), n); n == 0 {
+				return 0
+			}
+		}
 		p := c.packed.Add(int64(n))
 		if p >= f.end && f.leftHost.Load() == 0 {
 			// Not passed to c.heads (HeadWatch.Departed), as TCP does:
@@ -325,17 +334,47 @@ func (c *Conn) limiter(f *frame) func(int) int {
 }
 
 // writeOn writes f on the connection's media stream; it returns when every
-// byte of f is in a packet.
+// byte of f is in a packet. Paced, quic-go takes what the pacer allows,
+// and the rest waits until it allows more.
 func (c *Conn) writeOn(s *quic.SendStream, f *frame) error {
 	f.end = c.packed.Load() + int64(len(f.buf)) // the writer packetizes one frame at a time
 	c.headsMu.Lock()
 	c.heads.Written(uint32(f.end-1), f.writeStart)
 	c.headsMu.Unlock()
-	if _, err := s.WriteWithLimit(f.buf, c.limiter(f)); err != nil {
-		return fmt.Errorf("quic: writing the media stream: %w", err)
+	limit := c.limiter(f)
+	for buf := f.buf; len(buf) > 0; {
+		if c.pace != nil {
+			st := c.qc.ConnectionStats()
+			c.pace.setRate(st.CongestionWindow, st.SmoothedRTT)
+		}
+		n, err := s.WriteWithLimit(buf, limit)
+		buf = buf[n:]
+		switch {
+		case errors.Is(err, quic.ErrWriteLimitReached):
+			if !c.sleep(c.pace.delay(time.Now())) {
+				return ErrClosed
+			}
+		case err != nil:
+			return fmt.Errorf("quic: writing the media stream: %w", err)
+		}
 	}
 	c.finish(f, false)
 	return nil
+}
+
+// sleep waits for d; false if the Conn closed first.
+func (c *Conn) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.closing:
+		return false
+	}
 }
 
 // writeOwnStream writes f on a new stream and resets the stream if f is

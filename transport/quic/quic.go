@@ -7,8 +7,8 @@
 // the unsent backlog is what the application has handed over and quic-go
 // has not yet put into packets, and this package owns it: WriteFrame queues
 // a frame without blocking, one goroutine feeds the queue to quic-go, and a
-// write limiter that never limits tells, at packetization time, how many
-// bytes went into each packet. From that count the Conn knows the unsent
+// write limiter tells, at packetization time, how many bytes went into each
+// packet (it limits them only to pace them: Config.Pace). From that count the Conn knows the unsent
 // backlog exactly, measures the rate at which it drains, stamps each
 // frame's departure (its last byte packetized), and invites the next frame
 // with the same rule as the TCP transport: notification only, when the
@@ -107,6 +107,11 @@ type Config struct {
 	// itself is not sent. A viewer with a token refuses a connection
 	// without the proof.
 	Token string
+	// Pace spreads the media stream's packets at quic-go's own pacing rate
+	// (1.25 times cwnd a smoothed round trip) without the ten packets
+	// quic-go lets go at once after a pause (see pacer). The expire
+	// mode's streams are not paced.
+	Pace bool
 	// Handler receives send records and the viewer's packets.
 	Handler transport.Handler
 	// Logger receives debug messages; nil discards them.

@@ -157,11 +157,16 @@ func packet(n int, fill byte) []byte { return bytes.Repeat([]byte{fill}, n) }
 
 // Frames arrive whole and in order on one stream, after the small packets
 // that measure the base round trip (empty receiver reports), each with a
-// send record whose departure follows its write.
+// send record whose departure follows its write; paced too.
 func TestFramesRoundTrip(t *testing.T) {
+	t.Run("unpaced", func(t *testing.T) { framesRoundTrip(t, false) })
+	t.Run("paced", func(t *testing.T) { framesRoundTrip(t, true) })
+}
+
+func framesRoundTrip(t *testing.T, pace bool) {
 	v := newTestViewer(t)
 	var rec recorder
-	c := dialTest(t, v, Config{Handler: transport.Handler{Sent: rec.sent}})
+	c := dialTest(t, v, Config{Pace: pace, Handler: transport.Handler{Sent: rec.sent}})
 	rr, err := (&rtcp.ReceiverReport{}).Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -403,9 +408,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// The write limiter never limits, counts packetized bytes, stamps a frame's
-// departure when its last byte is packetized, and wakes the waiter exactly
-// when the backlog falls to the armed limit.
+// Unpaced, the write limiter never limits, counts packetized bytes, stamps
+// a frame's departure when its last byte is packetized, and wakes the
+// waiter exactly when the backlog falls to the armed limit.
 func TestLimiter(t *testing.T) {
 	c := &Conn{wake: make(chan struct{}, 1)}
 	c.accepted.Store(10000)
