@@ -76,7 +76,14 @@ func (p *pacer) allow(now time.Time, n int) int {
 	return n
 }
 
-// delay returns how long after now the budget is above zero again.
+// paceRecheck is the longest the writer waits for the budget before it
+// reads the rate again: after an outage or a loss the window is small and
+// the round trip long, and a wait worked out at that rate could outlast
+// the recovery by far.
+const paceRecheck = 10 * time.Millisecond
+
+// delay returns how long after now the budget is above zero again at the
+// current rate, at most paceRecheck.
 func (p *pacer) delay(now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,5 +94,5 @@ func (p *pacer) delay(now time.Time) time.Duration {
 	if p.budget > 0 {
 		return 0
 	}
-	return time.Duration((-p.budget + 1) / p.rate * float64(time.Second))
+	return min(paceRecheck, time.Duration((-p.budget+1)/p.rate*float64(time.Second)))
 }

@@ -73,6 +73,15 @@ func TestPacerRates(t *testing.T) {
 	if p.allow(now, 1250) != 1250 {
 		t.Error("a zero window held bytes back")
 	}
+	// At a rate a collapsed window gives (two packets a second), the
+	// writer still looks again within paceRecheck.
+	p.setRate(2*1280, time.Second)
+	now = now.Add(time.Second) // the budget refills to two packets
+	for i := 0; i < 10 && p.allow(now, 1250) > 0; i++ {
+	}
+	if d := p.delay(now); d <= 0 || d > paceRecheck {
+		t.Errorf("at %.0f B/s: delay %v, want (0, %v]", p.rate, d, paceRecheck)
+	}
 }
 
 // Paced, the limiter passes none of a packet's bytes once the budget is
