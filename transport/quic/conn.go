@@ -350,7 +350,7 @@ func (c *Conn) writeOn(s *quic.SendStream, f *frame) error {
 		n, err := s.WriteWithLimit(buf, limit)
 		buf = buf[n:]
 		switch {
-		case errors.Is(err, quic.ErrWriteLimitReached):
+		case c.pace != nil && errors.Is(err, quic.ErrWriteLimitReached):
 			if !c.sleep(c.pace.delay(time.Now())) {
 				return ErrClosed
 			}
