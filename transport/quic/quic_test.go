@@ -175,8 +175,10 @@ func framesRoundTrip(t *testing.T, pace bool) {
 	for range baseProbes {
 		want = append(want, rr)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a stuck backlog fails, not hangs
+	defer cancel()
 	for i := range 20 {
-		inv, err := c.Wait(context.Background())
+		inv, err := c.Wait(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
