@@ -156,6 +156,27 @@ func meanRate(r Run) float64 {
 	return float64(r.RateBps)
 }
 
+// peakRate returns the highest bottleneck rate during r's window: the
+// rate at its start (the nominal rate, or the last rate step's in the
+// warm-up) or a rate step's within it. An encoder that saturates below
+// UtilizationMin of it cannot fill the link for that part of the window,
+// which the whole window's mean rate can hide (28 Mb/s halved to 14 Mb/s
+// has a mean of 21 Mb/s, which a 20 Mb/s encoder could fill).
+func peakRate(r Run) float64 {
+	peak := float64(r.RateBps)
+	for _, st := range r.Steps {
+		if st.Change != StepRateRise && st.Change != StepRateFall {
+			continue
+		}
+		if st.AtS <= r.WarmupS {
+			peak = float64(st.RateBps) // the window starts at this rate
+		} else {
+			peak = max(peak, float64(st.RateBps))
+		}
+	}
+	return peak
+}
+
 func judgeUtilization(r Run, _ *Run) judgement {
 	u := r.Utilization
 	if !finite(u) {
@@ -180,6 +201,10 @@ func judgeUtilization(r Run, _ *Run) judgement {
 		if rate := meanRate(r); *c.SaturationBps < UtilizationMin*rate {
 			return na(fmt.Sprintf("encoder-limited, %s saturates at %s (%.0f%% of the link; utilization %.0f%%)%s",
 				c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/rate, 100*u, link))
+		}
+		if peak := peakRate(r); *c.SaturationBps < UtilizationMin*peak {
+			return na(fmt.Sprintf("encoder-limited while the link ran at %s: %s saturates at %s (%.0f%% of it; utilization %.0f%%)%s",
+				fmtBps(peak), c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/peak, 100*u, link))
 		}
 	}
 	// One decimal, or two where one would round a miss to the limit.

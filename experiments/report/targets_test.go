@@ -75,7 +75,7 @@ func TestTargets(t *testing.T) {
 		{"utilization", "missed by less than the last digit", func(r, _ *Run) { r.Utilization, r.GoodputBps = 0.8998, 0.8998*7.5e6 }, missed, "89.98% (≥ 90%) missed by 0.02 points"},
 		{"utilization", "missed, the encoder able to fill the link", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.8, 0.8*7.5e6
-			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.8), SaturationBps: f(7e6)} // over 90% of 7.5 Mb/s
+			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.8), SaturationBps: f(9.5e6)} // over 90% of the 10 Mb/s before the halving
 		}, missed, "missed by 10.0 points"},
 		{"utilization", "encoder-limited", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.6, 0.6*7.5e6
@@ -171,6 +171,11 @@ func TestUtilizationLinkCell(t *testing.T) {
 			"80.0% (≥ 90%) missed by 10.0 points (top rung's ceiling unknown); link 95.0%", nil},
 		{"encoder-limited", 0.6, f(0.7), &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}, notApplicable,
 			"n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link; utilization 60%); link 70.0%", nil},
+		// targetRuns' link: 10 Mb/s, 5 Mb/s from 20 s, a mean of 7.5.
+		{"encoder-limited before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(8.5e6)}, notApplicable,
+			"n/a: encoder-limited while the link ran at 10.0 Mb/s: 1280x720 saturates at 8.50 Mb/s (85% of it; utilization 80%); link 85.0%", nil},
+		{"the encoder fills the link before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(9.5e6)}, missed,
+			"80.0% (≥ 90%) missed by 10.0 points; link 85.0%", nil},
 		{"steps: the steady part met", 0.865, f(0.955), nil, met,
 			"91.2% (≥ 90%) met; without the recovery after the steps (whole window 86.5%); link 95.5%", f(0.912)},
 		{"steps: the steady part missed", 0.85, f(0.955), nil, missed,
