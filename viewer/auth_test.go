@@ -231,6 +231,40 @@ func TestTakeoverRefused(t *testing.T) {
 	}
 }
 
+// TestReconnectTakesOver: a sender that reconnects (same name, same SSRC)
+// while the viewer still holds its old connection, as after an outage the
+// sender noticed first, takes its stream over at once: the old connection
+// is closed and the stream and its id stay.
+func TestReconnectTakesOver(t *testing.T) {
+	for _, tr := range []struct {
+		name string
+		dial func(t *testing.T, ts *testServer, name string) *fakeSender
+	}{{"tcp", dialSender}, {"quic", dialQUICSender}} {
+		t.Run(tr.name, func(t *testing.T) {
+			ts := startServer(t, withToken)
+			page := mustDialPage(t, ts)
+			page.hello(t)
+			old := tr.dial(t, ts, "cam")
+			acceptsStream(t, ts, old, "cam")
+			h1, _ := page.nextFrame(t)
+
+			again := tr.dial(t, ts, "")
+			again.useSSRC(old.ssrc)
+			again.sendSDES("cam")
+			if _, err := again.sendFrame(fakeVP8(true, 320, 180, 100), time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			h2, _ := page.nextFrame(t)
+			old.closedByViewer(t)
+			st := authStats(t, ts, authToken)
+			if h2.Stream != h1.Stream || len(st.Streams) != 1 || !st.Streams[0].Connected || st.Streams[0].FramesReceived != 2 {
+				t.Fatalf("after the reconnection: frame of stream %d, streams %+v; want stream %d, connected, with 2 frames",
+					h2.Stream, st.Streams, h1.Stream)
+			}
+		})
+	}
+}
+
 // TestSenderProvesToken runs the real sender's connection loop over each
 // transport's dialer: with the viewer's token its frames flow; with a
 // wrong token, or none, the viewer refuses every connection and the

@@ -259,6 +259,13 @@ func newFakeSender(t *testing.T) *fakeSender {
 	return fs
 }
 
+// useSSRC makes fs send as ssrc from now on (a sender's SSRC outlives its
+// connections).
+func (fs *fakeSender) useSSRC(ssrc uint32) {
+	fs.ssrc = ssrc
+	fs.pk = framer.NewPacketizer(framer.PacketizerConfig{SSRC: ssrc})
+}
+
 // dialQUIC opens a RoQ connection to the viewer at addr, verifying it by
 // pin.
 func dialQUIC(t *testing.T, addr string, pin certs.Fingerprint) (*quic.Conn, error) {

@@ -23,6 +23,7 @@ var (
 	errTooManyStreams = errors.New("viewer: too many streams")
 	errStalled        = errors.New("viewer: sender stalled")
 	errNameTaken      = errors.New("viewer: the stream name belongs to a connected sender")
+	errReplaced       = errors.New("viewer: the sender reconnected")
 	errShutdown       = errors.New("viewer: shutting down")
 	errBadMedia       = errors.New("viewer: malformed media")
 )
@@ -38,7 +39,13 @@ type senderConn struct {
 	done      chan struct{} // closed when the reader has stopped
 	ssrc      atomic.Uint32 // media SSRC of the last frame
 	hasSSRC   atomic.Bool
-	cause     atomic.Pointer[error] // why another goroutine closed the link
+	// namedBy is the SSRC of the SDES that names the connection's stream
+	// (claimed set; never for WHIP, named by its URL). A connection
+	// claiming a name with the same SSRC as the name's owner is the same
+	// sender reconnecting (see nameStream).
+	namedBy atomic.Uint32
+	claimed atomic.Bool
+	cause   atomic.Pointer[error] // why another goroutine closed the link
 }
 
 // closeWith closes the connection, recording why for the reader's log.
@@ -163,7 +170,7 @@ func (s *Server) runSender(ctx context.Context, sc *senderConn, st *stream, log 
 	feedback.Wait()
 	s.detach(sc, st)
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, errShutdown):
+	case errors.Is(err, io.EOF), errors.Is(err, errShutdown), errors.Is(err, errReplaced):
 		log.Info("sender disconnected", "stream", st.id, "name", st.nameSnapshot(), "reason", err)
 	default:
 		log.Warn("sender dropped", "stream", st.id, "name", st.nameSnapshot(), "reason", err)
@@ -237,6 +244,8 @@ func (s *Server) onControl(sc *senderConn, st *stream, pkt []byte, now time.Time
 				if err != nil {
 					return st, err
 				}
+				sc.namedBy.Store(c.Source)
+				sc.claimed.Store(true)
 				if st, err = s.nameStream(sc, st, name, now); err != nil {
 					return st, err
 				}
@@ -336,7 +345,12 @@ func (s *Server) attachNew(sc *senderConn) (*stream, error) {
 // stream and id) and sc's unnamed stream is removed. A stream whose
 // connection is still open belongs to that connection: the claim is
 // refused with an error wrapping errNameTaken (sc's unnamed stream is then
-// removed, and sc must close). It returns sc's stream afterwards.
+// removed, and sc must close), unless both name it with the same SSRC.
+// That is the same sender reconnecting before the viewer saw its old
+// connection fail (a path outage, or a sender that gave up on a stalled
+// connection: see transport/quic's Config.StallTimeout): sc takes the
+// stream over and the old connection is closed (errReplaced). It returns
+// sc's stream afterwards.
 func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.Time) (*stream, error) {
 	s.mu.Lock()
 	cur.mu.Lock()
@@ -368,7 +382,8 @@ func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.T
 	}
 	other.mu.Lock()
 	owner := other.conn
-	if owner == nil {
+	replaced := owner != nil && sameSender(owner, sc)
+	if owner == nil || replaced {
 		other.conn = sc
 		other.remote = sc.remote
 		other.transport, other.mode = sc.transport, ""
@@ -376,7 +391,7 @@ func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.T
 	}
 	other.mu.Unlock()
 	removed := s.leaveLocked(cur, now) // the connection closes, or joins other
-	if owner != nil {
+	if owner != nil && !replaced {
 		s.mu.Unlock()
 		if removed {
 			s.forgetStream(cur.id)
@@ -388,9 +403,24 @@ func (s *Server) nameStream(sc *senderConn, cur *stream, name string, now time.T
 	if removed {
 		s.forgetStream(cur.id)
 	}
-	s.log.Info("stream taken back", "stream", other.id, "name", name, "sender", sc.remote)
+	if replaced {
+		owner.closeWith(fmt.Errorf("%w from %s", errReplaced, sc.remote))
+		s.log.Info("stream taken over by its sender's new connection", "stream", other.id, "name", name, "sender", sc.remote, "old", owner.remote)
+	} else {
+		s.log.Info("stream taken back", "stream", other.id, "name", name, "sender", sc.remote)
+	}
 	s.streamsChanged()
 	return other, nil
+}
+
+// sameSender reports whether connections a and b named their stream with
+// the same SSRC: one sender, whose SSRC outlives its connections. A
+// sender picks its SSRC at random (RFC 3550 8.1), so two senders sharing
+// a name and an SSRC is a one in 2^32 chance. The name was claimable by
+// any sender once its owner's connection closed; this lets that one
+// sender claim it up to the viewer's StallTimeout sooner.
+func sameSender(a, b *senderConn) bool {
+	return a.claimed.Load() && b.claimed.Load() && a.namedBy.Load() == b.namedBy.Load()
 }
 
 // leaveLocked detaches cur from its connection, which has joined another
