@@ -118,7 +118,42 @@ func newConn(qc *quic.Conn, cfg Config, path *pathState) (*Conn, error) {
 	}
 	c.wg.Go(func() { c.writeLoop(media) })
 	c.wg.Go(c.readFeedback)
+	c.wg.Go(c.watchStall)
 	return c, nil
+}
+
+// watchStall ends the connection with ErrStalled once its packets have
+// gone unacknowledged past stallLimit, checking four times per
+// StallTimeout, until the connection ends.
+func (c *Conn) watchStall() {
+	tick := time.NewTicker(c.cfg.StallTimeout / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.qc.Context().Done():
+			return
+		case <-c.closing:
+			return
+		case now := <-tick.C:
+			d := c.path.unanswered(now)
+			if d <= stallLimit(c.cfg.StallTimeout, c.qc.ConnectionStats()) {
+				continue
+			}
+			c.fail(fmt.Errorf("%w: nothing acknowledged for %v", ErrStalled, d.Round(time.Millisecond)))
+			c.qc.CloseWithError(codeClosed, "stalled")
+			return
+		}
+	}
+}
+
+// stallLimit is how long packets may go unacknowledged before the
+// connection counts as stalled: timeout, but at least three of quic-go's
+// probe timeouts (smoothed RTT, four mean deviations and the viewer's
+// 25 ms maximum ACK delay), so that a round trip grown long with a deep
+// queue (a default mode sender fills it) is not taken for a stall.
+func stallLimit(timeout time.Duration, st quic.ConnectionStats) time.Duration {
+	const maxAckDelay = 25 * time.Millisecond
+	return max(timeout, 3*(st.SmoothedRTT+4*st.MeanDeviation+maxAckDelay))
 }
 
 // Small packets start the media stream: baseProbes of them, once the
@@ -174,11 +209,14 @@ func (c *Conn) probeBase(s *quic.SendStream) error {
 }
 
 // settle waits, at most baseSettle, until nothing the connection sent is
-// unacknowledged.
+// unacknowledged (pathState.sending: after a handshake that lost packets,
+// quic-go's count keeps them until the next packet sent, and settle
+// waited out all of baseSettle after every reconnection across an
+// outage).
 func (c *Conn) settle() error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for end := time.Now().Add(baseSettle); c.path.inFlight.Load() > 0 && time.Now().Before(end); {
+	for end := time.Now().Add(baseSettle); c.path.sending() > 0 && time.Now().Before(end); {
 		select {
 		case <-c.qc.Context().Done():
 			return fmt.Errorf("quic: %w", context.Cause(c.qc.Context()))

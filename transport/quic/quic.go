@@ -59,6 +59,9 @@ var (
 	ErrQueueFull = errors.New("quic: send queue full")
 	// ErrClosed is returned by Wait and WriteFrame after Close.
 	ErrClosed = errors.New("quic: connection closed")
+	// ErrStalled ends a connection whose packets have gone
+	// unacknowledged for longer than Config.StallTimeout.
+	ErrStalled = errors.New("quic: path stalled")
 )
 
 // Defaults for the zero values of Config.
@@ -71,6 +74,17 @@ const (
 	DefaultMaxQueue = 4 << 20
 	// DefaultIdleTimeout ends a connection whose viewer has gone silent.
 	DefaultIdleTimeout = 20 * time.Second
+	// DefaultStallTimeout is Config.StallTimeout's default: TCP's
+	// retransmission timeout as the sender caps it (TCP_RTO_MAX_MS).
+	DefaultStallTimeout = time.Second
+	// handshakeIdleTimeout abandons a dial that has heard nothing from
+	// the viewer for this long (quic-go's default is 5 s), so that the
+	// sender's connection loop dials afresh: quic-go resends a dial's
+	// first packet after 0.2, 0.6 and 1.4 s and then 3 s, and a path back
+	// from an outage would otherwise wait up to 1.6 s for the next one.
+	// The whole handshake may take twice this (quic-go), 3 s: about three
+	// round trips and a few kilobytes, 0.6 s at 100 kb/s and 172 ms.
+	handshakeIdleTimeout = 1500 * time.Millisecond
 )
 
 // Error codes the Conn sends, the draft's (framer.RoQErrorCode).
@@ -101,6 +115,15 @@ type Config struct {
 	// IdleTimeout ends the connection when nothing arrives from the viewer
 	// for this long (its acknowledgements included). Zero means 20 s.
 	IdleTimeout time.Duration
+	// StallTimeout ends the connection (ErrStalled) when packets have
+	// been in flight this long with nothing acknowledged, and for three of
+	// quic-go's probe timeouts at least (see stallLimit); zero means 1 s.
+	// After an outage of the path quic-go would resend only at its probe
+	// timeout, which doubles through the outage (capped at 60 s): its
+	// first packet after the path's return can come seconds late. A new
+	// connection's first packet goes at once, and the viewer gives a
+	// reconnecting sender its stream back (same name and SSRC).
+	StallTimeout time.Duration
 	// Token, when set, is proved to the viewer at the start of every
 	// connection (framer's RPLA answer, bound to the connection's TLS
 	// session, on a stream of its own before the media's); the token
@@ -134,6 +157,9 @@ func (c Config) withDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -152,8 +178,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: negative duration in mode %v", ErrConfig, c.Mode)
 	case c.Mode.Policy == transport.Expire && c.Mode.Expire == 0:
 		return fmt.Errorf("%w: expire needs a duration", ErrConfig)
-	case c.MaxQueue < 0 || c.SafetyTimeout < 0 || c.IdleTimeout < 0:
-		return fmt.Errorf("%w: negative MaxQueue, SafetyTimeout or IdleTimeout", ErrConfig)
+	case c.MaxQueue < 0 || c.SafetyTimeout < 0 || c.IdleTimeout < 0 || c.StallTimeout < 0:
+		return fmt.Errorf("%w: negative MaxQueue, SafetyTimeout, IdleTimeout or StallTimeout", ErrConfig)
 	}
 	return nil
 }
@@ -177,6 +203,7 @@ func (c Config) quicConfig(st *pathState) *quic.Config {
 	return &quic.Config{
 		Tracer:                  st.tracer(),
 		DisablePathMTUDiscovery: true,
+		HandshakeIdleTimeout:    handshakeIdleTimeout,
 		MaxIdleTimeout:          c.IdleTimeout,
 		KeepAlivePeriod:         c.IdleTimeout / 4,
 		MaxIncomingStreams:      -1, // the viewer opens no bidirectional streams

@@ -504,3 +504,59 @@ func TestNoMTUProbes(t *testing.T) {
 		t.Errorf("largest datagram %d bytes, want at most %d", n, initialDatagram)
 	}
 }
+
+// deafConn is a viewer's socket that, while deaf, discards every datagram
+// it reads: a path that stopped carrying packets to the viewer.
+type deafConn struct {
+	net.PacketConn
+	deaf atomic.Bool
+}
+
+func (c *deafConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := c.PacketConn.ReadFrom(p)
+		if err != nil || !c.deaf.Load() {
+			return n, addr, err
+		}
+	}
+}
+
+// A connection whose packets go unacknowledged ends with ErrStalled after
+// its StallTimeout, long before its idle timeout; a working one, sending
+// the same way, does not, nor after a pause with nothing in flight.
+func TestStalled(t *testing.T) {
+	dc := &deafConn{PacketConn: loopbackUDP(t)}
+	v := newTestViewerOn(t, dc)
+	c := dialTest(t, v, Config{StallTimeout: 200 * time.Millisecond, IdleTimeout: time.Minute})
+	conn := v.accepted(t)
+	go func() {
+		s, err := conn.AcceptUniStream(context.Background())
+		if err == nil {
+			io.Copy(io.Discard, s)
+		}
+	}()
+	send := func(frames int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for i := range frames {
+			if _, err := c.Wait(ctx); err != nil {
+				return err
+			}
+			if err := c.WriteFrame(uint64(i), [][]byte{packet(3000, byte(i))}); err != nil {
+				return err
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	}
+	for range 2 {
+		if err := send(50); err != nil {
+			t.Fatalf("on a working path: %v", err)
+		}
+		time.Sleep(600 * time.Millisecond)
+	}
+	dc.deaf.Store(true)
+	if err := send(1000); !errors.Is(err, ErrStalled) {
+		t.Fatalf("on a path that carries nothing: %v, want ErrStalled", err)
+	}
+}

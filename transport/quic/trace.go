@@ -17,17 +17,27 @@ import (
 // by the Conn's.
 type pathState struct {
 	inFlight   atomic.Int64
-	base       time.Time    // the clock's origin for ackedAt (monotonic)
-	ackedAt    atomic.Int64 // when bytes in flight last fell (an acknowledgement), since base; 0 before
+	now        func() time.Time // time.Now, but in tests
+	base       time.Time        // the clock's origin for ackedAt (monotonic)
+	ackedAt    atomic.Int64     // when bytes in flight last fell (an acknowledgement), since base; 0 before
+	busySince  atomic.Int64     // when bytes in flight last rose from zero, since base
 	recovering atomic.Bool
-	sent       chan struct{} // capacity 1: a 1-RTT packet was sent
+	// dropped is set when quic-go discards the Initial or Handshake keys,
+	// until its next metrics: it then removes those spaces' packets from
+	// bytes in flight without saying so (packets still in flight there
+	// are lost ones, after a handshake that met loss), and inFlight
+	// overstates them.
+	dropped atomic.Bool
+	sent    chan struct{} // capacity 1: a 1-RTT packet was sent
 	// packed is the Conn's count of packetized bytes, once it exists;
 	// acks follows its acknowledgement.
 	packed atomic.Pointer[atomic.Int64]
 	acks   ackLog
 }
 
-func newPathState() *pathState { return &pathState{base: time.Now(), sent: make(chan struct{}, 1)} }
+func newPathState() *pathState {
+	return &pathState{now: time.Now, base: time.Now(), sent: make(chan struct{}, 1)}
+}
 
 // acked returns when bytes in flight last fell; zero before they did.
 func (st *pathState) acked() time.Time {
@@ -36,6 +46,29 @@ func (st *pathState) acked() time.Time {
 		return time.Time{}
 	}
 	return st.base.Add(time.Duration(d))
+}
+
+// sending returns the bytes in flight, or zero while they may be what
+// quic-go silently dropped with the handshake's keys (see dropped): the
+// handshake's packets are out of the path then, and any 1-RTT packet sent
+// after it corrects the count.
+func (st *pathState) sending() int64 {
+	if st.dropped.Load() {
+		return 0
+	}
+	return st.inFlight.Load()
+}
+
+// unanswered returns how long bytes have been in flight with nothing
+// acknowledged: since the later of the last acknowledgement and the
+// moment bytes in flight rose from zero. It is zero while none are in
+// flight (by sending).
+func (st *pathState) unanswered(now time.Time) time.Duration {
+	if st.sending() <= 0 {
+		return 0
+	}
+	since := max(st.ackedAt.Load(), st.busySince.Load())
+	return max(now.Sub(st.base)-time.Duration(since), 0)
 }
 
 // tracer returns a quic.Config Tracer that keeps st up to date; it records
@@ -57,8 +90,17 @@ func (st *pathState) RecordEvent(ev qlogwriter.Event) {
 		// acknowledgement (or declares a packet lost, which does not
 		// change the bytes delivered, so the drain estimator does not
 		// take its time).
-		if int64(ev.BytesInFlight) < st.inFlight.Swap(int64(ev.BytesInFlight)) {
-			st.ackedAt.Store(max(int64(time.Since(st.base)), 1))
+		st.dropped.Store(false)
+		now := max(int64(st.now().Sub(st.base)), 1)
+		switch was := st.inFlight.Swap(int64(ev.BytesInFlight)); {
+		case int64(ev.BytesInFlight) < was:
+			st.ackedAt.Store(now)
+		case was == 0 && ev.BytesInFlight > 0:
+			st.busySince.Store(now)
+		}
+	case qlog.KeyDiscarded:
+		if ev.KeyType == qlog.KeyTypeClientInitial || ev.KeyType == qlog.KeyTypeClientHandshake {
+			st.dropped.Store(true)
 		}
 	case qlog.CongestionStateUpdated:
 		st.recovering.Store(ev.State == qlog.CongestionStateRecovery)

@@ -32,3 +32,53 @@ func TestPathStateAcked(t *testing.T) {
 		t.Errorf("in flight %d, want 2400", got)
 	}
 }
+
+// TestPathStateUnanswered: the time bytes have been in flight unanswered
+// runs from the later of the last acknowledgement and the moment bytes in
+// flight rose from zero, and is zero with nothing in flight.
+func TestPathStateUnanswered(t *testing.T) {
+	st := newPathState()
+	t0 := st.base
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	set := func(d time.Duration, inFlight int) {
+		st.now = func() time.Time { return at(d) }
+		st.RecordEvent(qlog.MetricsUpdated{BytesInFlight: inFlight})
+	}
+	check := func(now, want time.Duration) {
+		t.Helper()
+		if got := st.unanswered(at(now)); got != want {
+			t.Errorf("unanswered at %v = %v, want %v", now, got, want)
+		}
+	}
+	check(time.Second, 0)
+	set(100*time.Millisecond, 3000) // sent
+	check(400*time.Millisecond, 300*time.Millisecond)
+	set(500*time.Millisecond, 4200) // more sent: the wait runs on
+	check(600*time.Millisecond, 500*time.Millisecond)
+	set(700*time.Millisecond, 1200) // acknowledged
+	check(time.Second, 300*time.Millisecond)
+	set(time.Second, 0) // all acknowledged
+	check(5*time.Second, 0)
+	set(5*time.Second, 1200) // sent after a pause
+	check(5200*time.Millisecond, 200*time.Millisecond)
+}
+
+// TestPathStateDroppedKeys: once quic-go discards the handshake's keys,
+// the bytes in flight it last reported may be packets it dropped with
+// them without a word, so they count as none until its next report.
+func TestPathStateDroppedKeys(t *testing.T) {
+	st := newPathState()
+	st.RecordEvent(qlog.MetricsUpdated{BytesInFlight: 2400}) // two lost Initial packets
+	st.RecordEvent(qlog.KeyDiscarded{KeyType: qlog.KeyTypeServerInitial})
+	if got := st.sending(); got != 2400 {
+		t.Fatalf("after the server's keys were discarded: sending %d, want 2400", got)
+	}
+	st.RecordEvent(qlog.KeyDiscarded{KeyType: qlog.KeyTypeClientHandshake})
+	if got, u := st.sending(), st.unanswered(time.Now().Add(time.Hour)); got != 0 || u != 0 {
+		t.Fatalf("after the handshake keys were discarded: sending %d, unanswered %v; want none", got, u)
+	}
+	st.RecordEvent(qlog.MetricsUpdated{BytesInFlight: 1200})
+	if got := st.sending(); got != 1200 {
+		t.Fatalf("after the next report: sending %d, want 1200", got)
+	}
+}
