@@ -199,7 +199,7 @@ func TestSweepAndTransportsFiles(t *testing.T) {
 	}{
 		{"sweep.txt", 80, checkSweep},
 		{"transports.txt", 96, checkTransports},
-		{"faults.txt", 4, checkFaults},
+		{"faults.txt", 6, checkFaults},
 		{"jitter.txt", 20, checkJitter},
 		{"cross.txt", 20, checkCross},
 		{"lowrate.txt", 14, checkLowRate},
@@ -271,7 +271,8 @@ func checkTransports(t *testing.T, specs []Run) {
 }
 
 // checkFaults checks faults.txt: TCP and QUIC with SBM at 2 Mb/s and
-// 80 ms, through a 3 s outage and with 5% loss.
+// 80 ms, through a 3 s outage, a 10 s one (longer than the viewer's wait
+// before it drops a silent sender) and with 5% loss.
 func checkFaults(t *testing.T, specs []Run) {
 	got := map[string]bool{}
 	for _, s := range specs {
@@ -281,13 +282,15 @@ func checkFaults(t *testing.T, specs []Run) {
 		switch o := s.Path.Outages(); {
 		case len(o) == 1 && o[0].Up-o[0].Down == 3*time.Second && s.Path.Loss == 0:
 			got[s.TransportName()+" outage"] = true
+		case len(o) == 1 && o[0].Up-o[0].Down == 10*time.Second && s.Path.Loss == 0:
+			got[s.TransportName()+" long outage"] = true
 		case len(o) == 0 && s.Path.Loss == 0.05:
 			got[s.TransportName()+" loss"] = true
 		default:
-			t.Errorf("%s: want a 3 s outage or 5%% loss", s.ID())
+			t.Errorf("%s: want a 3 s or 10 s outage, or 5%% loss", s.ID())
 		}
 	}
-	for _, k := range []string{"tcp outage", "quic outage", "tcp loss", "quic loss"} {
+	for _, k := range []string{"tcp outage", "quic outage", "tcp long outage", "quic long outage", "tcp loss", "quic loss"} {
 		if !got[k] {
 			t.Errorf("faults.txt lacks %s", k)
 		}

@@ -551,7 +551,7 @@ func (s Run) ID() string {
 		parts = append(parts, "mtu"+strconv.Itoa(s.Path.MTU))
 	}
 	if len(s.Path.Schedule) > 0 {
-		parts = append(parts, "sched"+strconv.Itoa(len(s.Path.Schedule)))
+		parts = append(parts, scheduleID(s.Path))
 	}
 	if s.Bitrate > 0 {
 		parts = append(parts, "br"+FormatRate(s.Bitrate))
@@ -572,6 +572,21 @@ func (s Run) ID() string {
 		parts = append(parts, "browser")
 	}
 	return sanitizeID(strings.Join(parts, "-"))
+}
+
+// scheduleID names p's schedule in a run's ID: "down3s" for a schedule of
+// one 3 s outage (one such part for each outage), "sched2" (the number of
+// steps) for any other.
+func scheduleID(p Path) string {
+	o := p.Outages()
+	if 2*len(o) != len(p.Schedule) {
+		return "sched" + strconv.Itoa(len(p.Schedule))
+	}
+	parts := make([]string, len(o))
+	for i, x := range o {
+		parts[i] = "down" + (x.Up - x.Down).String()
+	}
+	return strings.Join(parts, "-")
 }
 
 // sanitizeID replaces every byte that is not safe in a file name.

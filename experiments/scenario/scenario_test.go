@@ -470,6 +470,27 @@ func TestOutages(t *testing.T) {
 	}
 }
 
+// A schedule of outages alone names them in the run's ID by their length,
+// so that a set can hold the same path with a short and a long outage; any
+// other schedule is named by its number of steps.
+func TestScheduleID(t *testing.T) {
+	for _, tc := range []struct{ sched, want string }{
+		{"15s=down,18s=up", "down3s"},
+		{"15s=down,25s=up", "down10s"},
+		{"10s=down,13s=up,20s=down,20500ms=up", "down3s-down500ms"},
+		{"5s=2mbit,10s=down,13s=up", "sched3"},
+		{"20s=1mbit", "sched1"},
+	} {
+		sched, err := ParseSchedule(tc.sched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := scheduleID(Path{Rate: rate.Mbps, Schedule: sched}); got != tc.want {
+			t.Errorf("scheduleID(%s) = %q, want %q", tc.sched, got, tc.want)
+		}
+	}
+}
+
 func TestVideoBitrate(t *testing.T) {
 	tests := []struct {
 		name       string
