@@ -27,6 +27,10 @@ type Options struct {
 	// RTOMax is TCP_RTO_MAX_MS as read back when Config.RTOMax set it; 0
 	// otherwise, or when the kernel does not have the option.
 	RTOMax time.Duration
+	// UserTimeout is TCP_USER_TIMEOUT as the Conn set it (Config's
+	// UserTimeout, or its UncappedUserTimeout without TCP_RTO_MAX_MS);
+	// 0 when it set none.
+	UserTimeout time.Duration
 	// Paced says the socket asked for the kernel's pacing (Config.Pace).
 	Paced bool
 	// KeyBase is the OPT_ID key of the first byte the Conn writes: 0 when
@@ -189,19 +193,38 @@ const senderUserTimeout = 20 * time.Second
 // reconnects when nothing is acknowledged for a while pays a handshake
 // and a keyframe, and its new connection's SYNs back off from 1 s too;
 // a short TCP_USER_TIMEOUT does the same by failing the connection.
+// Where the kernel lacks the option (before Linux 6.15), the sender takes
+// that path (senderUncappedUserTimeout).
 const senderRTOMax = time.Second
+
+// senderUncappedUserTimeout is the TCP_USER_TIMEOUT a Dialer sets, unless
+// its Config has one, where the kernel cannot cap the retransmission
+// timeout: a connection fails 2 s into an outage (Linux counts from the
+// first retransmission, and ends the connection at a retransmission
+// timer's expiry, which it clamps to the user timeout), and the sender
+// dials again, its SYNs retried after 1 and 2 s, so that after the path
+// returns frames wait for a SYN and a keyframe rather than for a
+// retransmission timer that doubled through the outage (up to the
+// outage's length, and past the viewer's 5 s before it drops a silent
+// sender: a 10 s outage then took until the next retransmission, about
+// 19 s into it, to be noticed). Data acknowledged late but steadily (a
+// deep queue) never starts the count: only retransmissions do.
+const senderUncappedUserTimeout = 2 * time.Second
 
 // Dialer returns a transport.Dialer for the sender's connection loop: each
 // call dials addr with cfg, its send records and the viewer's packets going
 // to the handler (replacing cfg.OnSent and cfg.OnPacket). Unless cfg sets
-// them, it sets a 20 s TCP_USER_TIMEOUT and a 1 s TCP_RTO_MAX_MS (where
-// the kernel has it).
+// them, it sets a 20 s TCP_USER_TIMEOUT and a 1 s TCP_RTO_MAX_MS, or,
+// where the kernel lacks the latter, a 2 s TCP_USER_TIMEOUT.
 func Dialer(addr string, cfg Config) transport.Dialer {
 	if cfg.UserTimeout == 0 {
 		cfg.UserTimeout = senderUserTimeout
 	}
 	if cfg.RTOMax == 0 {
 		cfg.RTOMax = senderRTOMax
+	}
+	if cfg.UncappedUserTimeout == 0 {
+		cfg.UncappedUserTimeout = senderUncappedUserTimeout
 	}
 	return func(ctx context.Context, h transport.Handler) (transport.Conn, error) {
 		c := cfg

@@ -185,32 +185,45 @@ func (c *Conn) setupBuffers(fd int) error {
 			return fmt.Errorf("tcp: getsockopt SO_SNDBUF: %w", err)
 		}
 	}
-	if c.cfg.UserTimeout > 0 {
-		ms := int(min(c.cfg.UserTimeout.Milliseconds(), math.MaxInt32))
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, ms); err != nil {
-			return fmt.Errorf("tcp: setsockopt TCP_USER_TIMEOUT %d ms: %w", ms, err)
-		}
+	return c.setUserTimeout(fd, c.cfg.UserTimeout)
+}
+
+// setUserTimeout sets TCP_USER_TIMEOUT to d, if positive.
+func (c *Conn) setUserTimeout(fd int, d time.Duration) error {
+	if d <= 0 {
+		return nil
 	}
+	ms := int(min(d.Milliseconds(), math.MaxInt32))
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, ms); err != nil {
+		return fmt.Errorf("tcp: setsockopt TCP_USER_TIMEOUT %d ms: %w", ms, err)
+	}
+	c.opts.UserTimeout = time.Duration(ms) * time.Millisecond
 	return nil
 }
+
+// rtoMaxOption is TCP_RTO_MAX_MS; tests replace it with an option no
+// kernel has.
+var rtoMaxOption = unix.TCP_RTO_MAX_MS
 
 // setupRTOMax caps the retransmission timeout where the configuration
 // asks and the kernel can (TCP_RTO_MAX_MS, Linux 6.15), and reads it back.
 // A kernel that does not know the option (ENOPROTOOPT) leaves
-// Options.RTOMax 0; any other refusal is an error.
+// Options.RTOMax 0 and gets Config.UncappedUserTimeout, if set, as
+// TCP_USER_TIMEOUT instead; any other refusal is an error.
 func (c *Conn) setupRTOMax(fd int) error {
 	if c.cfg.RTOMax <= 0 {
 		return nil
 	}
 	ms := int(min(c.cfg.RTOMax.Milliseconds(), math.MaxInt32))
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, ms); err != nil {
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, rtoMaxOption, ms); err != nil {
 		if errors.Is(err, unix.ENOPROTOOPT) {
-			c.cfg.Logger.Debug("tcp: TCP_RTO_MAX_MS not supported by this kernel; the retransmission timeout backs off uncapped", "err", err)
-			return nil
+			c.cfg.Logger.Debug("tcp: TCP_RTO_MAX_MS not supported by this kernel; the retransmission timeout backs off uncapped",
+				"user_timeout", c.cfg.UncappedUserTimeout, "err", err)
+			return c.setUserTimeout(fd, c.cfg.UncappedUserTimeout)
 		}
 		return fmt.Errorf("tcp: setsockopt TCP_RTO_MAX_MS %d ms: %w", ms, err)
 	}
-	got, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS)
+	got, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, rtoMaxOption)
 	if err != nil {
 		return fmt.Errorf("tcp: getsockopt TCP_RTO_MAX_MS: %w", err)
 	}

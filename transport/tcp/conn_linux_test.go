@@ -918,3 +918,35 @@ func TestSetLead(t *testing.T) {
 		t.Errorf("invitation without the drain record: %+v", inv.Drain)
 	}
 }
+
+// Where the kernel lacks TCP_RTO_MAX_MS (an option number no kernel has
+// stands for it here), the Conn sets UncappedUserTimeout as
+// TCP_USER_TIMEOUT instead of UserTimeout; where it has the option,
+// UserTimeout stays.
+func TestUncappedUserTimeout(t *testing.T) {
+	cfg := Config{UserTimeout: 20 * time.Second, RTOMax: time.Second, UncappedUserTimeout: 2 * time.Second}
+	userTimeout := func(e endpoint) time.Duration {
+		var ms int
+		var err error
+		e.c.raw.Control(func(fd uintptr) { ms, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ms) * time.Millisecond
+	}
+	if o := newPair(t, cfg, pairOptions{}).c.Options(); o.RTOMax != 0 {
+		if o.UserTimeout != cfg.UserTimeout {
+			t.Errorf("with TCP_RTO_MAX_MS: Options.UserTimeout %v, want %v", o.UserTimeout, cfg.UserTimeout)
+		}
+	} else {
+		t.Logf("this kernel has no TCP_RTO_MAX_MS")
+	}
+	defer func(opt int) { rtoMaxOption = opt }(rtoMaxOption)
+	rtoMaxOption = 0x7fff
+	e := newPair(t, cfg, pairOptions{})
+	o := e.c.Options()
+	if got := userTimeout(e); got != cfg.UncappedUserTimeout || o.UserTimeout != got || o.RTOMax != 0 {
+		t.Errorf("without TCP_RTO_MAX_MS: TCP_USER_TIMEOUT %v, Options.UserTimeout %v, RTOMax %v; want %v, %v, 0",
+			got, o.UserTimeout, o.RTOMax, cfg.UncappedUserTimeout, cfg.UncappedUserTimeout)
+	}
+}

@@ -88,6 +88,11 @@ type Config struct {
 	// milliseconds. A kernel without the option refuses it, and the Conn
 	// carries on without it (Options.RTOMax reads 0).
 	RTOMax time.Duration
+	// UncappedUserTimeout, if positive, replaces UserTimeout where RTOMax
+	// was asked for and the kernel lacks TCP_RTO_MAX_MS: the connection
+	// fails this soon into an outage, and the sender reconnects, instead
+	// of waiting out a retransmission timeout that doubles through it.
+	UncappedUserTimeout time.Duration
 	// Congestion, if set, is the congestion control the Conn sets
 	// (TCP_CONGESTION), such as "cubic" or "bbr"; empty keeps the one the
 	// socket has (the system's net.ipv4.tcp_congestion_control, unless
@@ -185,6 +190,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: negative MaxPending %d", ErrConfig, c.MaxPending)
 	case c.Congestion != "" && !validCongestionName(c.Congestion):
 		return fmt.Errorf("%w: congestion control %q: want a kernel module's name (letters, digits, '_', at most %d bytes)", ErrConfig, c.Congestion, maxCongestionName)
+	case c.UserTimeout < 0 || c.UncappedUserTimeout < 0:
+		return fmt.Errorf("%w: negative UserTimeout or UncappedUserTimeout", ErrConfig)
 	case c.RTOMax != 0 && (c.RTOMax < MinRTOMax || c.RTOMax > MaxRTOMax || c.RTOMax%time.Millisecond != 0):
 		return fmt.Errorf("%w: RTOMax %v out of range (whole milliseconds, %v to %v)", ErrConfig, c.RTOMax, MinRTOMax, MaxRTOMax)
 	}
