@@ -13,6 +13,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"replenish/framer"
+	"replenish/rate"
 	"replenish/transport"
 	"replenish/transport/drain"
 )
@@ -128,6 +129,7 @@ func newConn(qc *quic.Conn, cfg Config, path *pathState) (*Conn, error) {
 func (c *Conn) watchStall() {
 	tick := time.NewTicker(c.cfg.StallTimeout / 4)
 	defer tick.Stop()
+	start := time.Now() // the handshake's waits are not the media's
 	for {
 		select {
 		case <-c.qc.Context().Done():
@@ -135,9 +137,20 @@ func (c *Conn) watchStall() {
 		case <-c.closing:
 			return
 		case now := <-tick.C:
-			d := c.path.unanswered(now)
-			if d <= stallLimit(c.cfg.StallTimeout, c.qc.ConnectionStats()) {
+			d, ahead := c.path.unanswered(now)
+			d = min(d, now.Sub(start))
+			c.mu.Lock()
+			e := c.est.Estimate()
+			c.mu.Unlock()
+			var drained rate.Bitrate // unknown until a window is measured (not the window's bound)
+			if e.Source >= drain.SourceMeasured {
+				drained = e.Rate
+			}
+			if d <= stallLimit(c.cfg.StallTimeout, c.qc.ConnectionStats(), ahead, drained) {
 				continue
+			}
+			if c.cfg.onStall != nil {
+				c.cfg.onStall(drained)
 			}
 			c.fail(fmt.Errorf("%w: nothing acknowledged for %v", ErrStalled, d.Round(time.Millisecond)))
 			c.qc.CloseWithError(codeClosed, "stalled")
@@ -150,11 +163,27 @@ func (c *Conn) watchStall() {
 // connection counts as stalled: timeout, but at least three of quic-go's
 // probe timeouts (smoothed RTT, four mean deviations and the viewer's
 // 25 ms maximum ACK delay), so that a round trip grown long with a deep
-// queue (a default mode sender fills it) is not taken for a stall.
-func stallLimit(timeout time.Duration, st quic.ConnectionStats) time.Duration {
+// queue (a default mode sender fills it) is not taken for a stall, and
+// more by the time the bytes in flight when the wait began (ahead) take
+// at the drain rate: at 30 kb/s
+// a packet takes 341 ms to cross the bottleneck, and a keyframe's first
+// acknowledgement came over a second after the one before it, while the
+// smoothed RTT, measured on small packets, stayed near the path's. Until
+// the drain rate is measured (a connection's first round trips) the rate
+// taken is stallFloorRate, the slowest path the sender serves: at 30 kb/s
+// the estimate's first value, cwnd over the round trip, was many times
+// the path's, and every connection stalled a second after it began.
+func stallLimit(timeout time.Duration, st quic.ConnectionStats, inFlight int64, drained rate.Bitrate) time.Duration {
 	const maxAckDelay = 25 * time.Millisecond
-	return max(timeout, 3*(st.SmoothedRTT+4*st.MeanDeviation+maxAckDelay))
+	if drained <= 0 {
+		drained = stallFloorRate
+	}
+	return max(timeout, 3*(st.SmoothedRTT+4*st.MeanDeviation+maxAckDelay)) + drained.Duration(int(inFlight))
 }
+
+// stallFloorRate stands for an unknown drain rate in stallLimit: below
+// the 30 kb/s of the scenario set's slowest paths.
+const stallFloorRate = 20 * rate.Kbps
 
 // Small packets start the media stream: baseProbes of them, once the
 // handshake's packets are acknowledged (at most baseSettle), each waiting

@@ -33,11 +33,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
 	"replenish/framer"
+	"replenish/rate"
 	"replenish/transport"
 )
 
@@ -77,15 +79,31 @@ const (
 	// DefaultStallTimeout is Config.StallTimeout's default: TCP's
 	// retransmission timeout as the sender caps it (TCP_RTO_MAX_MS).
 	DefaultStallTimeout = time.Second
-	// handshakeIdleTimeout abandons a dial that has heard nothing from
-	// the viewer for this long (quic-go's default is 5 s), so that the
-	// sender's connection loop dials afresh: quic-go resends a dial's
-	// first packet after 0.2, 0.6 and 1.4 s and then 3 s, and a path back
-	// from an outage would otherwise wait up to 1.6 s for the next one.
-	// The whole handshake may take twice this (quic-go), 3 s: about three
-	// round trips and a few kilobytes, 0.6 s at 100 kb/s and 172 ms.
-	handshakeIdleTimeout = 1500 * time.Millisecond
+	// After a connection stalled, the Dialer's next dials abandon a
+	// handshake that has heard nothing from the viewer for
+	// redialIdleTimeout (quic-go's default is 5 s), so that the sender's
+	// connection loop dials afresh: quic-go resends a dial's first packet
+	// after 0.2, 0.6 and 1.4 s and then 3 s, and a path back from an
+	// outage would otherwise wait up to 1.6 s for the next one. On a slow
+	// path it is longer (redialIdle): a handshake moves about
+	// handshakeBytes, and at 30 kb/s its first answer came after the
+	// queue the stalled connection left (the emulator's holds eight full
+	// packets, 3.2 s there), so that 1.5 s refused every dial of a run.
+	redialIdleTimeout = 1500 * time.Millisecond
+	maxRedialIdle     = 5 * time.Second
+	handshakeBytes    = 4096
 )
+
+// redialIdle is the handshake's idle timeout for a dial after a
+// connection that stalled while draining at drained: redialIdleTimeout,
+// or five handshakes' time at that rate, up to quic-go's default, which
+// is also the timeout when the rate is unknown.
+func redialIdle(drained rate.Bitrate) time.Duration {
+	if drained <= 0 {
+		return maxRedialIdle
+	}
+	return min(max(redialIdleTimeout, 5*drained.Duration(handshakeBytes)), maxRedialIdle)
+}
 
 // Error codes the Conn sends, the draft's (framer.RoQErrorCode).
 const (
@@ -137,6 +155,11 @@ type Config struct {
 	Pace bool
 	// Handler receives send records and the viewer's packets.
 	Handler transport.Handler
+	// handshakeIdle, if set, replaces quic-go's handshake idle timeout,
+	// and onStall, if set, is told the drain rate of a connection that
+	// ended stalled (see Dialer).
+	handshakeIdle time.Duration
+	onStall       func(drained rate.Bitrate)
 	// Logger receives debug messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -203,7 +226,7 @@ func (c Config) quicConfig(st *pathState) *quic.Config {
 	return &quic.Config{
 		Tracer:                  st.tracer(),
 		DisablePathMTUDiscovery: true,
-		HandshakeIdleTimeout:    handshakeIdleTimeout,
+		HandshakeIdleTimeout:    c.handshakeIdle,
 		MaxIdleTimeout:          c.IdleTimeout,
 		KeepAlivePeriod:         c.IdleTimeout / 4,
 		MaxIncomingStreams:      -1, // the viewer opens no bidirectional streams
@@ -267,15 +290,30 @@ func proveToken(qc *quic.Conn, token string) error {
 
 // Dialer returns a transport.Dialer for the sender's connection loop: each
 // call dials addr with cfg, its records and the viewer's packets going to
-// the handler given to the call.
+// the handler given to the call. After a connection that stalled
+// (ErrStalled), its dials give up a handshake that hears nothing for
+// redialIdle, until one succeeds.
 func Dialer(addr string, cfg Config) transport.Dialer {
+	var mu sync.Mutex
+	var idle time.Duration // after a stall; 0: quic-go's default
 	return func(ctx context.Context, h transport.Handler) (transport.Conn, error) {
 		c := cfg
 		c.Handler = h
+		mu.Lock()
+		c.handshakeIdle = idle
+		mu.Unlock()
+		c.onStall = func(drained rate.Bitrate) {
+			mu.Lock()
+			idle = redialIdle(drained)
+			mu.Unlock()
+		}
 		conn, err := Dial(ctx, addr, c)
 		if err != nil {
 			return nil, err
 		}
+		mu.Lock()
+		idle = 0
+		mu.Unlock()
 		return conn, nil
 	}
 }

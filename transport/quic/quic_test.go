@@ -18,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go/quicvarint"
 
 	"replenish/internal/certs"
+	"replenish/rate"
 	"replenish/transport"
 )
 
@@ -558,5 +559,43 @@ func TestStalled(t *testing.T) {
 	dc.deaf.Store(true)
 	if err := send(1000); !errors.Is(err, ErrStalled) {
 		t.Fatalf("on a path that carries nothing: %v, want ErrStalled", err)
+	}
+}
+
+// The stall limit is the timeout, or three probe timeouts, whichever is
+// longer, plus the time the bytes in flight take at the drain rate; and
+// a dial after a stall waits for the viewer's first answer 1.5 s, or
+// five handshakes' time at the drain rate, at most quic-go's default 5 s
+// (and that when the rate is unknown).
+func TestStallLimits(t *testing.T) {
+	st := quic.ConnectionStats{SmoothedRTT: 100 * time.Millisecond, MeanDeviation: 50 * time.Millisecond}
+	for _, tc := range []struct {
+		name     string
+		timeout  time.Duration
+		inFlight int64
+		drained  rate.Bitrate
+		want     time.Duration
+	}{
+		{"the timeout", time.Second, 0, 0, time.Second},
+		{"three probe timeouts", 500 * time.Millisecond, 0, 0, 975 * time.Millisecond}, // 3 × (100 + 200 + 25) ms
+		{"and the bytes in flight at 30 kb/s", time.Second, 2560, 30 * rate.Kbps, time.Second + 2560*8*time.Second/30000},
+		{"no drain rate yet: 20 kb/s", time.Second, 2560, 0, time.Second + 2560*8*time.Second/20000},
+	} {
+		if got := stallLimit(tc.timeout, st, tc.inFlight, tc.drained); got != tc.want {
+			t.Errorf("%s: stallLimit = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		drained rate.Bitrate
+		want    time.Duration
+	}{
+		{0, 5 * time.Second},
+		{2 * rate.Mbps, 1500 * time.Millisecond},
+		{100 * rate.Kbps, 5 * 4096 * 8 * time.Second / 100000},
+		{30 * rate.Kbps, 5 * time.Second},
+	} {
+		if got := redialIdle(tc.drained); got != tc.want {
+			t.Errorf("redialIdle(%v) = %v, want %v", tc.drained, got, tc.want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ type pathState struct {
 	base       time.Time        // the clock's origin for ackedAt (monotonic)
 	ackedAt    atomic.Int64     // when bytes in flight last fell (an acknowledgement), since base; 0 before
 	busySince  atomic.Int64     // when bytes in flight last rose from zero, since base
+	ahead      atomic.Int64     // bytes in flight just after the later of the two
 	recovering atomic.Bool
 	// dropped is set when quic-go discards the Initial or Handshake keys,
 	// until its next metrics: it then removes those spaces' packets from
@@ -62,13 +63,16 @@ func (st *pathState) sending() int64 {
 // unanswered returns how long bytes have been in flight with nothing
 // acknowledged: since the later of the last acknowledgement and the
 // moment bytes in flight rose from zero. It is zero while none are in
-// flight (by sending).
-func (st *pathState) unanswered(now time.Time) time.Duration {
+// flight (by sending). It also returns the bytes that were in flight at
+// that moment: the next acknowledgement waits for them to cross the
+// bottleneck, but not for what was sent since (which on a path that is
+// down grows for as long as quic-go's window lets it).
+func (st *pathState) unanswered(now time.Time) (time.Duration, int64) {
 	if st.sending() <= 0 {
-		return 0
+		return 0, 0
 	}
 	since := max(st.ackedAt.Load(), st.busySince.Load())
-	return max(now.Sub(st.base)-time.Duration(since), 0)
+	return max(now.Sub(st.base)-time.Duration(since), 0), st.ahead.Load()
 }
 
 // tracer returns a quic.Config Tracer that keeps st up to date; it records
@@ -90,12 +94,17 @@ func (st *pathState) RecordEvent(ev qlogwriter.Event) {
 		// acknowledgement (or declares a packet lost, which does not
 		// change the bytes delivered, so the drain estimator does not
 		// take its time).
-		st.dropped.Store(false)
 		now := max(int64(st.now().Sub(st.base)), 1)
-		switch was := st.inFlight.Swap(int64(ev.BytesInFlight)); {
+		was := st.inFlight.Swap(int64(ev.BytesInFlight))
+		if st.dropped.Swap(false) {
+			was = 0 // what sending reported
+		}
+		switch {
 		case int64(ev.BytesInFlight) < was:
+			st.ahead.Store(int64(ev.BytesInFlight))
 			st.ackedAt.Store(now)
 		case was == 0 && ev.BytesInFlight > 0:
+			st.ahead.Store(int64(ev.BytesInFlight))
 			st.busySince.Store(now)
 		}
 	case qlog.KeyDiscarded:

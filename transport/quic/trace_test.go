@@ -44,23 +44,23 @@ func TestPathStateUnanswered(t *testing.T) {
 		st.now = func() time.Time { return at(d) }
 		st.RecordEvent(qlog.MetricsUpdated{BytesInFlight: inFlight})
 	}
-	check := func(now, want time.Duration) {
+	check := func(now, want time.Duration, wantAhead int64) {
 		t.Helper()
-		if got := st.unanswered(at(now)); got != want {
-			t.Errorf("unanswered at %v = %v, want %v", now, got, want)
+		if got, ahead := st.unanswered(at(now)); got != want || ahead != wantAhead {
+			t.Errorf("unanswered at %v = %v, %d bytes ahead; want %v, %d", now, got, ahead, want, wantAhead)
 		}
 	}
-	check(time.Second, 0)
+	check(time.Second, 0, 0)
 	set(100*time.Millisecond, 3000) // sent
-	check(400*time.Millisecond, 300*time.Millisecond)
-	set(500*time.Millisecond, 4200) // more sent: the wait runs on
-	check(600*time.Millisecond, 500*time.Millisecond)
+	check(400*time.Millisecond, 300*time.Millisecond, 3000)
+	set(500*time.Millisecond, 4200) // more sent: the wait runs on, behind the same bytes
+	check(600*time.Millisecond, 500*time.Millisecond, 3000)
 	set(700*time.Millisecond, 1200) // acknowledged
-	check(time.Second, 300*time.Millisecond)
+	check(time.Second, 300*time.Millisecond, 1200)
 	set(time.Second, 0) // all acknowledged
-	check(5*time.Second, 0)
+	check(5*time.Second, 0, 0)
 	set(5*time.Second, 1200) // sent after a pause
-	check(5200*time.Millisecond, 200*time.Millisecond)
+	check(5200*time.Millisecond, 200*time.Millisecond, 1200)
 }
 
 // TestPathStateDroppedKeys: once quic-go discards the handshake's keys,
@@ -74,11 +74,17 @@ func TestPathStateDroppedKeys(t *testing.T) {
 		t.Fatalf("after the server's keys were discarded: sending %d, want 2400", got)
 	}
 	st.RecordEvent(qlog.KeyDiscarded{KeyType: qlog.KeyTypeClientHandshake})
-	if got, u := st.sending(), st.unanswered(time.Now().Add(time.Hour)); got != 0 || u != 0 {
+	if got, u := st.sending(), first(st.unanswered(time.Now().Add(time.Hour))); got != 0 || u != 0 {
 		t.Fatalf("after the handshake keys were discarded: sending %d, unanswered %v; want none", got, u)
 	}
-	st.RecordEvent(qlog.MetricsUpdated{BytesInFlight: 1200})
-	if got := st.sending(); got != 1200 {
-		t.Fatalf("after the next report: sending %d, want 1200", got)
+	// The next report, a packet sent 5 s on, starts the wait afresh
+	// even though the count it replaces (2400) was not zero.
+	t0 := st.base
+	st.now = func() time.Time { return t0.Add(5 * time.Second) }
+	st.RecordEvent(qlog.MetricsUpdated{BytesInFlight: 3600})
+	if got, u := st.sending(), first(st.unanswered(t0.Add(5200*time.Millisecond))); got != 3600 || u != 200*time.Millisecond {
+		t.Fatalf("after the next report: sending %d, unanswered %v; want 3600, 200ms", got, u)
 	}
 }
+
+func first(d time.Duration, _ int64) time.Duration { return d }
