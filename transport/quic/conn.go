@@ -163,16 +163,16 @@ func (c *Conn) watchStall() {
 // connection counts as stalled: timeout, but at least three of quic-go's
 // probe timeouts (smoothed RTT, four mean deviations and the viewer's
 // 25 ms maximum ACK delay), so that a round trip grown long with a deep
-// queue (a default mode sender fills it) is not taken for a stall, and
-// more by the time the bytes in flight when the wait began (ahead) take
-// at the drain rate: at 30 kb/s
-// a packet takes 341 ms to cross the bottleneck, and a keyframe's first
-// acknowledgement came over a second after the one before it, while the
-// smoothed RTT, measured on small packets, stayed near the path's. Until
-// the drain rate is measured (a connection's first round trips) the rate
-// taken is stallFloorRate, the slowest path the sender serves: at 30 kb/s
-// the estimate's first value, cwnd over the round trip, was many times
-// the path's, and every connection stalled a second after it began.
+// queue (a default mode sender fills it) is not taken for a stall; and
+// more by the time the bytes in flight when the wait began take at the
+// drain rate. At 30 kb/s a packet takes 341 ms to cross the bottleneck,
+// and a keyframe's first acknowledgement came over a second after the
+// one before it, while the smoothed RTT, measured on small packets,
+// stayed near the path's. Until the drain rate is measured (a
+// connection's first round trips) the rate taken is stallFloorRate, the
+// slowest path the sender serves: at 30 kb/s the estimate's first value,
+// cwnd over the round trip, was many times the path's, and every
+// connection stalled a second after it began.
 func stallLimit(timeout time.Duration, st quic.ConnectionStats, inFlight int64, drained rate.Bitrate) time.Duration {
 	const maxAckDelay = 25 * time.Millisecond
 	if drained <= 0 {
