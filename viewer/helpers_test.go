@@ -145,9 +145,37 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// testLogger sends the viewer's logs to the test's output.
+// testLogger sends the viewer's logs to the test's output until the
+// test's last cleanup, and drops them after: pion's goroutines can log
+// after a PeerConnection is closed, and a write to a test that has
+// finished races with the testing package's own (the race detector
+// failed TestRTCSessionsThatNeverConnect on it).
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := &testOutput{w: t.Output()}
+	t.Cleanup(w.close)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// testOutput is a test's output that drops writes once closed.
+type testOutput struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (o *testOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return len(p), nil
+	}
+	return o.w.Write(p)
+}
+
+func (o *testOutput) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
 }
 
 // fakeVP8 returns a minimal frame that parses as VP8: a frame tag with an
