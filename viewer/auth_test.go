@@ -189,22 +189,33 @@ func TestAuthAnswerToViewerWithoutToken(t *testing.T) {
 	eventually(t, "the stream", func() bool { s, _ := ts.stats(t).stream("cam"); return s.FramesReceived == 1 })
 }
 
+// senderTransports are the fake sender's dials over each transport.
+var senderTransports = []struct {
+	name string
+	dial func(t *testing.T, ts *testServer, name string) *fakeSender
+}{{"tcp", dialSender}, {"quic", dialQUICSender}}
+
+// ownedStream starts a viewer with a token, a page on it, and a sender
+// (over dial) whose stream "cam" the page has had a frame of: the frame's
+// header.
+func ownedStream(t *testing.T, dial func(*testing.T, *testServer, string) *fakeSender) (*testServer, *page, *fakeSender, FrameHeader) {
+	t.Helper()
+	ts := startServer(t, withToken)
+	page := mustDialPage(t, ts)
+	page.hello(t)
+	owner := dial(t, ts, "cam")
+	acceptsStream(t, ts, owner, "cam")
+	h, _ := page.nextFrame(t)
+	return ts, page, owner, h
+}
+
 // TestTakeoverRefused: a stream's name belongs to the connection that has
 // it: another connection claiming it is refused, the owner streams on
 // undisturbed, and once the owner has gone the name can be taken back.
 func TestTakeoverRefused(t *testing.T) {
-	for _, tr := range []struct {
-		name string
-		dial func(t *testing.T, ts *testServer, name string) *fakeSender
-	}{{"tcp", dialSender}, {"quic", dialQUICSender}} {
+	for _, tr := range senderTransports {
 		t.Run(tr.name, func(t *testing.T) {
-			ts := startServer(t, withToken)
-			page := mustDialPage(t, ts)
-			page.hello(t)
-			owner := tr.dial(t, ts, "cam")
-			acceptsStream(t, ts, owner, "cam")
-			h1, _ := page.nextFrame(t)
-
+			ts, page, owner, h1 := ownedStream(t, tr.dial)
 			claimant := tr.dial(t, ts, "cam")
 			claimant.closedByViewer(t)
 			if _, err := owner.sendFrame(fakeVP8(false, 0, 0, 100), time.Now()); err != nil {
@@ -236,18 +247,9 @@ func TestTakeoverRefused(t *testing.T) {
 // sender noticed first, takes its stream over at once: the old connection
 // is closed and the stream and its id stay.
 func TestReconnectTakesOver(t *testing.T) {
-	for _, tr := range []struct {
-		name string
-		dial func(t *testing.T, ts *testServer, name string) *fakeSender
-	}{{"tcp", dialSender}, {"quic", dialQUICSender}} {
+	for _, tr := range senderTransports {
 		t.Run(tr.name, func(t *testing.T) {
-			ts := startServer(t, withToken)
-			page := mustDialPage(t, ts)
-			page.hello(t)
-			old := tr.dial(t, ts, "cam")
-			acceptsStream(t, ts, old, "cam")
-			h1, _ := page.nextFrame(t)
-
+			ts, page, old, h1 := ownedStream(t, tr.dial)
 			again := tr.dial(t, ts, "")
 			again.useSSRC(old.ssrc)
 			again.sendSDES("cam")
