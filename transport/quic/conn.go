@@ -30,7 +30,8 @@ type Conn struct {
 	cfg  Config
 	log  *slog.Logger
 	path *pathState
-	pace *pacer // nil unless Config.Pace
+	pace *pacer    // nil unless Config.Pace
+	hold *holdGate // nil unless in replenish mode
 
 	wake    chan struct{} // capacity 1: the backlog shrank or a frame finished
 	queued  chan struct{} // capacity 1: a frame was queued for the writer
@@ -43,6 +44,7 @@ type Conn struct {
 	packed    atomic.Int64 // of those, bytes packetized
 	discarded atomic.Int64 // of those, bytes of expired frames never to be sent
 	limit     atomic.Int64 // wake the waiter when unsent <= limit; -1: never
+	drained   atomic.Int64 // the measured drain rate, b/s; 0 until measured
 
 	// heads pairs the media stream's frames with their predecessors'
 	// acknowledgements (transport.HeadWatch), keyed by c.packed. Its own
@@ -101,6 +103,9 @@ func newConn(qc *quic.Conn, cfg Config, path *pathState) (*Conn, error) {
 	if cfg.Pace {
 		c.pace = &pacer{}
 	}
+	if cfg.Mode.Policy == transport.Replenish {
+		c.hold = &holdGate{path: path, drained: func() rate.Bitrate { return rate.Bitrate(c.drained.Load()) }}
+	}
 	path.packed.Store(&c.packed)
 	path.acks.setOnAcked(func(upTo int64, at time.Time) {
 		c.headsMu.Lock()
@@ -139,13 +144,7 @@ func (c *Conn) watchStall() {
 		case now := <-tick.C:
 			d, ahead := c.path.unanswered(now)
 			d = min(d, now.Sub(start))
-			c.mu.Lock()
-			e := c.est.Estimate()
-			c.mu.Unlock()
-			var drained rate.Bitrate // unknown until a window is measured (not the window's bound)
-			if e.Source >= drain.SourceMeasured {
-				drained = e.Rate
-			}
+			drained := rate.Bitrate(c.drained.Load())
 			if d <= stallLimit(c.cfg.StallTimeout, c.qc.ConnectionStats(), ahead, drained) {
 				continue
 			}
@@ -380,6 +379,11 @@ func (c *Conn) nextFrame() *frame {
 // none of a packet's. It runs on quic-go's goroutine and must not block.
 func (c *Conn) limiter(f *frame) func(int) int {
 	return func(n int) int {
+		if c.hold != nil {
+			if n = c.hold.allow(time.Now(), n); n == 0 {
+				return 0
+			}
+		}
 		if c.pace != nil {
 			if n = c.pace.allow(time.Now(), n); n == 0 {
 				return 0
@@ -417,8 +421,8 @@ func (c *Conn) writeOn(s *quic.SendStream, f *frame) error {
 		n, err := s.WriteWithLimit(buf, limit)
 		buf = buf[n:]
 		switch {
-		case c.pace != nil && errors.Is(err, quic.ErrWriteLimitReached):
-			if !c.sleep(c.pace.delay(time.Now())) {
+		case errors.Is(err, quic.ErrWriteLimitReached):
+			if !c.sleep(c.retryDelay(time.Now())) {
 				return ErrClosed
 			}
 		case err != nil:
@@ -427,6 +431,19 @@ func (c *Conn) writeOn(s *quic.SendStream, f *frame) error {
 	}
 	c.finish(f, false)
 	return nil
+}
+
+// retryDelay returns how long a writer the limiter stopped waits before
+// it tries again: holdRecheck while the hold holds, else until the pacer
+// allows more.
+func (c *Conn) retryDelay(now time.Time) time.Duration {
+	if c.hold != nil && c.hold.held(now) {
+		return holdRecheck
+	}
+	if c.pace != nil {
+		return c.pace.delay(now)
+	}
+	return holdRecheck // not reached: only the hold and the pacer stop a write
 }
 
 // sleep waits for d; false if the Conn closed first.

@@ -8,8 +8,9 @@
 // has not yet put into packets, and this package owns it: WriteFrame queues
 // a frame without blocking, one goroutine feeds the queue to quic-go, and a
 // write limiter tells, at packetization time, how many bytes went into each
-// packet (it limits them only to pace them: Config.Pace). From that count the Conn knows the unsent
-// backlog exactly, measures the rate at which it drains, stamps each
+// packet (it limits them only to pace them, Config.Pace, and in replenish
+// mode while the path answers nothing: see holdLimit). From that count the
+// Conn knows the unsent backlog exactly, measures the rate at which it drains, stamps each
 // frame's departure (its last byte packetized), and invites the next frame
 // with the same rule as the TCP transport: notification only, when the
 // backlog will drain within the replenish time. Its tracer also follows
@@ -140,7 +141,9 @@ type Config struct {
 	// timeout, which doubles through the outage (capped at 60 s): its
 	// first packet after the path's return can come seconds late. A new
 	// connection's first packet goes at once, and the viewer gives a
-	// reconnecting sender its stream back (same name and SSRC).
+	// reconnecting sender its stream back (same name and SSRC). Shorter
+	// outages are noticed by the replenish mode's keepalives (see
+	// holdLimit).
 	StallTimeout time.Duration
 	// Token, when set, is proved to the viewer at the start of every
 	// connection (framer's RPLA answer, bound to the connection's TLS

@@ -12,11 +12,14 @@ import (
 
 // pathState is what the Conn learns from quic-go's recovery events that
 // ConnectionStats does not give: the bytes in flight and when they last
-// fell, whether the congestion controller is recovering from a loss, and
-// when a 1-RTT packet left. It is updated on quic-go's goroutines and read
-// by the Conn's.
+// fell, the round trip as of then, whether the congestion controller is
+// recovering from a loss, and when a 1-RTT packet left. It is updated on
+// quic-go's goroutines and read by the Conn's (and the write limiter, which
+// may not call quic-go).
 type pathState struct {
 	inFlight   atomic.Int64
+	srtt       atomic.Int64     // quic-go's smoothed RTT, ns
+	rttvar     atomic.Int64     // and its RTT variance
 	now        func() time.Time // time.Now, but in tests
 	base       time.Time        // the clock's origin for ackedAt (monotonic)
 	ackedAt    atomic.Int64     // when bytes in flight last fell (an acknowledgement), since base; 0 before
@@ -38,6 +41,12 @@ type pathState struct {
 
 func newPathState() *pathState {
 	return &pathState{now: time.Now, base: time.Now(), sent: make(chan struct{}, 1)}
+}
+
+// rtt returns quic-go's smoothed RTT and RTT variance as of its last
+// metrics; zero before.
+func (st *pathState) rtt() (srtt, rttvar time.Duration) {
+	return time.Duration(st.srtt.Load()), time.Duration(st.rttvar.Load())
 }
 
 // acked returns when bytes in flight last fell; zero before they did.
@@ -95,6 +104,8 @@ func (st *pathState) RecordEvent(ev qlogwriter.Event) {
 		// change the bytes delivered, so the drain estimator does not
 		// take its time).
 		now := max(int64(st.now().Sub(st.base)), 1)
+		st.srtt.Store(int64(ev.SmoothedRTT))
+		st.rttvar.Store(int64(ev.RTTVariance))
 		was := st.inFlight.Swap(int64(ev.BytesInFlight))
 		if st.dropped.Swap(false) {
 			was = 0 // what sending reported

@@ -59,6 +59,9 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	inv := transport.Invitation{At: now, Wake: w, Threshold: -1}
 	var limit int64
 	e := c.est.Estimate()
+	if e.Source >= drain.SourceMeasured {
+		c.drained.Store(int64(e.Rate)) // unknown until a window is measured (not the window's bound)
+	}
 	inv.Drain = transport.DrainRecord{Input: c.drainIn, Estimate: e}
 	if c.cfg.Mode.Policy == transport.Replenish {
 		d := decide(e.Rate, c.cfg.Mode.ReplenishTime, c.lead)
