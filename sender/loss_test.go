@@ -184,3 +184,48 @@ func TestSignificant(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerOutageKeepsCapacity: the path carries nothing for a
+// second, the transport invites nothing, and when it is back the packets
+// sent into the outage are declared lost and their repairs stand in the
+// queue for a moment. The outage says nothing of the path's rate: the
+// capacity stays, and the rate is back within two seconds.
+func TestControllerOutageKeepsCapacity(t *testing.T) {
+	const link = 500 * rate.Kbps
+	c := NewController(testLadder, link)
+	f := newFeed(c)
+	var sent, lost int64
+	var queue time.Duration // a fluid bottleneck queue at the link's rate
+	path := func(extra time.Duration) Observation {
+		load := float64(f.d.Bitrate) * 1.03 // Written over Encoded, as frame fills in
+		queue = max(queue+time.Duration((load/float64(link)-1)*float64(frame)), 0)
+		o := clean(link)()
+		o.RTT += queue + extra
+		sent += 2
+		o.Sent, o.Lost = sent, lost
+		return o
+	}
+	f.run(20*time.Second, func() Observation { return path(0) })
+	before, rate0 := c.capacity, c.rate
+	if before < link.Scale(0.8) {
+		t.Fatalf("on a %v path: capacity %v before the outage", link, before)
+	}
+	f.now = f.now.Add(time.Second - frame) // nothing invited
+	o := path(0)
+	o.Skipped, o.Late = 30, 30
+	f.frame(o)
+	lost += 40 // what went into the outage, declared lost as the path returns
+	back := f.now
+	low := c.capacity
+	f.run(3*time.Second, func() Observation {
+		repairs := max(150*time.Millisecond-f.now.Sub(back)/2, 0)
+		low = min(low, c.capacity)
+		return path(repairs)
+	})
+	if low < before.Scale(0.8) {
+		t.Errorf("capacity fell to %v after the outage, was %v", low, before)
+	}
+	if c.rate < rate0.Scale(0.8) {
+		t.Errorf("rate %v 3 s after the outage, was %v", c.rate, rate0)
+	}
+}

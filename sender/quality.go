@@ -52,6 +52,8 @@ const (
 	skipHigh     = 0.3                    // the fraction of frames skipped that lowers the rate
 	skipStep     = 0.9                    // by at least this factor
 	keyPayback   = 500 * time.Millisecond // a keyframe's excess is paid back over this
+	outageGap    = 500 * time.Millisecond // an invitation this late, at least, ends an outage (see outage)
+	outageRTTs   = 4                      // and this many smoothed round trips
 	upHold       = time.Second            // the rate must qualify this long before moving up a rung
 	downHold     = time.Second            // and be below the rung's Min this long before moving down
 	downFar      = 0.6                    // unless it is below this share of the Min
@@ -594,7 +596,10 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 	// The lowered target (see Update) pays the debt back at
 	// debt/keyPayback.
 	c.debt -= c.debt * min(dt.Seconds()/keyPayback.Seconds(), 1)
-	if !o.Now.Before(c.keyUntil) {
+	if c.outage(o, dt) {
+		c.stallAt = o.Now
+		c.loss.from = later(c.loss.from, o.Now.Add(c.fb))
+	} else if !o.Now.Before(c.keyUntil) {
 		miss := float64(o.Late) / float64(o.Late+1)
 		c.skips += (miss - c.skips) * min(dt.Seconds(), 1)
 	}
