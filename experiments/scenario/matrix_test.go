@@ -199,7 +199,7 @@ func TestSweepAndTransportsFiles(t *testing.T) {
 	}{
 		{"sweep.txt", 80, checkSweep},
 		{"transports.txt", 96, checkTransports},
-		{"faults.txt", 6, checkFaults},
+		{"faults.txt", 10, checkFaults},
 		{"jitter.txt", 20, checkJitter},
 		{"cross.txt", 20, checkCross},
 		{"lowrate.txt", 14, checkLowRate},
@@ -271,15 +271,23 @@ func checkTransports(t *testing.T, specs []Run) {
 }
 
 // checkFaults checks faults.txt: TCP and QUIC with SBM at 2 Mb/s and
-// 80 ms, through a 3 s outage, a 10 s one (longer than the viewer's wait
-// before it drops a silent sender) and with 5% loss.
+// 80 ms, through a 1 s outage, a 3 s one, a 10 s one (longer than the
+// viewer's wait before it drops a silent sender) and with 5% loss; and at
+// 100 kb/s through a 1 s outage.
 func checkFaults(t *testing.T, specs []Run) {
 	got := map[string]bool{}
 	for _, s := range specs {
-		if s.Workload.Kind != KindVideo || s.Path.Rate != 2*rate.Mbps || s.Path.RTT != 80*time.Millisecond || s.ModeName() != "replenish=15ms" {
-			t.Errorf("%s: want video at 2 Mb/s and 80 ms with replenish=15ms", s.ID())
+		low := s.Path.Rate == 100*rate.Kbps
+		if s.Workload.Kind != KindVideo || s.Path.Rate != 2*rate.Mbps && !low || s.Path.RTT != 80*time.Millisecond || s.ModeName() != "replenish=15ms" {
+			t.Errorf("%s: want video at 2 Mb/s or 100 kb/s and 80 ms with replenish=15ms", s.ID())
 		}
 		switch o := s.Path.Outages(); {
+		case len(o) == 1 && o[0].Up-o[0].Down == time.Second && s.Path.Loss == 0 && low:
+			got[s.TransportName()+" short outage, 100 kb/s"] = true
+		case low:
+			t.Errorf("%s: want a 1 s outage at 100 kb/s", s.ID())
+		case len(o) == 1 && o[0].Up-o[0].Down == time.Second && s.Path.Loss == 0:
+			got[s.TransportName()+" short outage"] = true
 		case len(o) == 1 && o[0].Up-o[0].Down == 3*time.Second && s.Path.Loss == 0:
 			got[s.TransportName()+" outage"] = true
 		case len(o) == 1 && o[0].Up-o[0].Down == 10*time.Second && s.Path.Loss == 0:
@@ -287,10 +295,11 @@ func checkFaults(t *testing.T, specs []Run) {
 		case len(o) == 0 && s.Path.Loss == 0.05:
 			got[s.TransportName()+" loss"] = true
 		default:
-			t.Errorf("%s: want a 3 s or 10 s outage, or 5%% loss", s.ID())
+			t.Errorf("%s: want a 1 s, 3 s or 10 s outage, or 5%% loss", s.ID())
 		}
 	}
-	for _, k := range []string{"tcp outage", "quic outage", "tcp long outage", "quic long outage", "tcp loss", "quic loss"} {
+	for _, k := range []string{"tcp outage", "quic outage", "tcp long outage", "quic long outage", "tcp short outage", "quic short outage",
+		"tcp short outage, 100 kb/s", "quic short outage, 100 kb/s", "tcp loss", "quic loss"} {
 		if !got[k] {
 			t.Errorf("faults.txt lacks %s", k)
 		}
