@@ -186,10 +186,12 @@ func TestSignificant(t *testing.T) {
 }
 
 // TestControllerOutageKeepsCapacity: the path carries nothing for a
-// second, the transport invites nothing, and when it is back the packets
-// sent into the outage are declared lost and their repairs stand in the
-// queue for a moment. The outage says nothing of the path's rate: the
-// capacity stays, and the rate is back within two seconds.
+// second during a probe, the transport invites nothing, and when it is
+// back the packets sent into the outage are declared lost and their
+// repairs stand in the queue, first growing to 400 ms (all of them sent
+// at once) and then draining. The outage says nothing of the path's rate:
+// the capacity stays, the losses are not the probe's overflow, and the
+// rate is back within three seconds.
 func TestControllerOutageKeepsCapacity(t *testing.T) {
 	const link = 500 * rate.Kbps
 	c := NewController(testLadder, link)
@@ -206,6 +208,12 @@ func TestControllerOutageKeepsCapacity(t *testing.T) {
 		return o
 	}
 	f.run(20*time.Second, func() Observation { return path(0) })
+	for i := 0; c.phase != probing; i++ {
+		if i > 300 {
+			t.Fatal("no probe in 10 s")
+		}
+		f.frame(path(0))
+	}
 	before, rate0 := c.capacity, c.rate
 	if before < link.Scale(0.8) {
 		t.Fatalf("on a %v path: capacity %v before the outage", link, before)
@@ -214,16 +222,22 @@ func TestControllerOutageKeepsCapacity(t *testing.T) {
 	o := path(0)
 	o.Skipped, o.Late = 30, 30
 	f.frame(o)
-	lost += 40 // what went into the outage, declared lost as the path returns
 	back := f.now
 	low := c.capacity
 	f.run(3*time.Second, func() Observation {
-		repairs := max(150*time.Millisecond-f.now.Sub(back)/2, 0)
+		since := f.now.Sub(back)
+		if since > 100*time.Millisecond {
+			lost = 40 // what went into the outage, declared lost as the path returns
+		}
+		repairs := min(since, 400*time.Millisecond) - max(since-400*time.Millisecond, 0)*2/5
 		low = min(low, c.capacity)
-		return path(repairs)
+		return path(max(repairs, 0))
 	})
 	if low < before.Scale(0.8) {
 		t.Errorf("capacity fell to %v after the outage, was %v", low, before)
+	}
+	if c.overflowing(f.now) {
+		t.Errorf("the outage's losses taken for a probe's overflow")
 	}
 	if c.rate < rate0.Scale(0.8) {
 		t.Errorf("rate %v 3 s after the outage, was %v", c.rate, rate0)

@@ -73,6 +73,10 @@ const (
 func (c *Controller) watchOverflow(o Observation) {
 	w := &c.overflow
 	c.quietLoss(o)
+	if c.afterOutage(o.Now) {
+		w.lost, w.sent = o.Lost, o.Sent // the outage's losses (see afterOutage)
+		return
+	}
 	switch {
 	case c.phase == probing:
 		if !w.on {
@@ -112,7 +116,7 @@ func (c *Controller) quietLoss(o Observation) {
 	sent, lost := o.Sent-w.lastSent, o.Lost-w.lastLost
 	first := w.lastSent == 0
 	w.lastSent, w.lastLost = o.Sent, o.Lost
-	if first || c.phase != cruising || w.on || sent <= 0 || lost < 0 {
+	if first || c.phase != cruising || w.on || sent <= 0 || lost < 0 || c.afterOutage(o.Now) {
 		return
 	}
 	w.quietSent += float64(sent)

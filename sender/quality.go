@@ -330,6 +330,7 @@ type Controller struct {
 	lastBurst bool          // the last cut took the queue for a burst
 	measured  bool          // the transport has measured a drain rate
 	stallAt   time.Time     // the last stall: its window fell below what it measured, no queue showing
+	outageAt  time.Time     // the last outage's end (see outage)
 	cappedAt  time.Time     // the last time its window fell below what it measured, queue or not
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
@@ -597,7 +598,7 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 	// debt/keyPayback.
 	c.debt -= c.debt * min(dt.Seconds()/keyPayback.Seconds(), 1)
 	if c.outage(o, dt) {
-		c.stallAt = o.Now
+		c.stallAt, c.outageAt = o.Now, o.Now
 		c.loss.from = later(c.loss.from, o.Now.Add(c.fb))
 	} else if !o.Now.Before(c.keyUntil) {
 		miss := float64(o.Late) / float64(o.Late+1)
