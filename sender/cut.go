@@ -320,14 +320,16 @@ func (c *Controller) afterOutage(now time.Time) bool {
 // outage reports that the update ends an outage: the transport invited
 // nothing for outageGap and outageRTTs round trips, with frames waiting
 // (Late), and for twice as long as the frame before took to drain at the
-// measured drain rate (a keyframe's backlog at 30 kb/s holds the next frame
-// over a second; before a measurement, the start's backlog holds it for
-// as long as the path needs to drain a window many times its own). What the outage lost is the outage's: repaired once the path is
-// back, its losses are no load's, and counted they cut the rate to what
-// the stream sent through it, a few kb/s (QUIC, 100 kb/s, a 1 s outage:
-// to 5.8 kb/s, and 20 s to climb back); so the loss meter judges only from
-// a feedback delay on, and the queue the repairs build is a stall's burst
-// (see congested). Its skipped frames are not the transport's rate.
+// measured drain rate (a keyframe's backlog at 30 kb/s holds the next
+// frame over a second; before a measurement, the start's backlog holds it
+// for as long as the path needs to drain a window many times its own).
+// What the outage lost is the outage's: repaired once the path is back,
+// its losses are no load's, and counted they cut the rate to what the
+// stream sent through it, a few kb/s (QUIC, 100 kb/s, a 1 s outage: to
+// 5.8 kb/s, and 20 s to climb back); so the loss meter judges only from a
+// feedback delay on, and the queue the repairs build is a stall's burst
+// (see congested and afterOutage). Its skipped frames are not the
+// transport's rate.
 func (c *Controller) outage(o Observation, dt time.Duration) bool {
 	if o.Late <= 0 || dt < max(outageGap, outageRTTs*o.RTT) {
 		return false
