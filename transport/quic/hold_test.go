@@ -17,11 +17,9 @@ import (
 // once every keepaliveEvery; an acknowledgement ends the hold.
 func TestHoldGate(t *testing.T) {
 	st := newPathState()
-	t0 := st.base
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	at, report := virtualMetrics(st)
 	metrics := func(d time.Duration, inFlight int) {
-		st.now = func() time.Time { return at(d) }
-		st.RecordEvent(qlog.MetricsUpdated{SmoothedRTT: 80 * time.Millisecond, RTTVariance: 10 * time.Millisecond, BytesInFlight: inFlight})
+		report(d, qlog.MetricsUpdated{SmoothedRTT: 80 * time.Millisecond, RTTVariance: 10 * time.Millisecond, BytesInFlight: inFlight})
 	}
 	g := &holdGate{path: st, drained: func() rate.Bitrate { return 1 * rate.Mbps }}
 	// 80 + 4×10 + 25 ms, and 12,500 bytes at 1 Mb/s: 100 ms.

@@ -33,17 +33,24 @@ func TestPathStateAcked(t *testing.T) {
 	}
 }
 
+// virtualMetrics puts st on a virtual clock from its base: at returns the
+// time d after it, and report records quic-go's metrics m at that time.
+func virtualMetrics(st *pathState) (at func(d time.Duration) time.Time, report func(d time.Duration, m qlog.MetricsUpdated)) {
+	at = func(d time.Duration) time.Time { return st.base.Add(d) }
+	report = func(d time.Duration, m qlog.MetricsUpdated) {
+		st.now = func() time.Time { return at(d) }
+		st.RecordEvent(m)
+	}
+	return at, report
+}
+
 // TestPathStateUnanswered: the time bytes have been in flight unanswered
 // runs from the later of the last acknowledgement and the moment bytes in
 // flight rose from zero, and is zero with nothing in flight.
 func TestPathStateUnanswered(t *testing.T) {
 	st := newPathState()
-	t0 := st.base
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	set := func(d time.Duration, inFlight int) {
-		st.now = func() time.Time { return at(d) }
-		st.RecordEvent(qlog.MetricsUpdated{BytesInFlight: inFlight})
-	}
+	at, report := virtualMetrics(st)
+	set := func(d time.Duration, inFlight int) { report(d, qlog.MetricsUpdated{BytesInFlight: inFlight}) }
 	check := func(now, want time.Duration, wantAhead int64) {
 		t.Helper()
 		if got, ahead := st.unanswered(at(now)); got != want || ahead != wantAhead {
