@@ -2,10 +2,13 @@ package viewer
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go"
 
 	"replenish/framer"
 	"replenish/internal/certs"
@@ -46,7 +49,7 @@ func acceptsStream(t *testing.T, ts *testServer, fs *fakeSender, name string) {
 // stream is connected.
 func refused(t *testing.T, ts *testServer, fs *fakeSender) {
 	t.Helper()
-	if p, err := framer.MarshalSDES(fs.ssrc, "x", "intruder", ""); err == nil {
+	if p, err := framer.MarshalSDES(fs.ssrc, "x", "intruder", ""); err == nil && fs.media != nil {
 		fs.write(p) // may fail: the connection is closing
 	}
 	fs.closedByViewer(t)
@@ -55,6 +58,13 @@ func refused(t *testing.T, ts *testServer, fs *fakeSender) {
 			t.Fatalf("stream %+v after a refused connection", s)
 		}
 	}
+}
+
+// closedByPeer reports that err is the viewer's closing of the QUIC
+// connection.
+func closedByPeer(err error) bool {
+	var aerr *quic.ApplicationError
+	return errors.As(err, &aerr) && aerr.Remote
 }
 
 // allDisconnected waits until no stream of ts is connected.
@@ -162,7 +172,11 @@ func TestAuthQUIC(t *testing.T) {
 			if p := tc.proof(fs); p != nil {
 				fs.quicAnswer(*p)
 			}
-			fs.openMedia()
+			// The viewer may have refused the proof and closed the
+			// connection already.
+			if err := fs.tryOpenMedia(); err != nil && !closedByPeer(err) {
+				t.Fatal(err)
+			}
 			refused(t, ts, fs)
 		})
 	}

@@ -341,14 +341,23 @@ func dialQUICConn(t *testing.T, ts *testServer) *fakeSender {
 // openMedia opens the media stream the fake sender's packets go on.
 func (fs *fakeSender) openMedia() {
 	fs.t.Helper()
+	if err := fs.tryOpenMedia(); err != nil {
+		fs.t.Fatal(err)
+	}
+}
+
+// tryOpenMedia opens the media stream as openMedia does, and returns why
+// it could not; fs.media stays nil then.
+func (fs *fakeSender) tryOpenMedia() error {
 	ms, err := fs.qc.OpenUniStream()
 	if err != nil {
-		fs.t.Fatal(err)
+		return err
 	}
 	if _, err := ms.Write(roqHeader()); err != nil {
-		fs.t.Fatal(err)
+		return err
 	}
 	fs.media, fs.frame = ms, framer.AppendRoQPacket
+	return nil
 }
 
 // quicProof returns the proof of token bound to qc's TLS session.
