@@ -28,7 +28,8 @@ type Rung struct {
 // 150 bytes a frame) is 36 kb/s. At 15 fps the rung reaches 40 kb/s, about
 // 58 kb/s on the wire, which leaves headroom on a 100 kb/s link. Below
 // its Min the sender spreads its frames instead (IntervalAt), down to
-// 5 fps: about 19 kb/s on the wire.
+// 5 fps: about 19 kb/s on the wire. The other rungs' Mins hold at RefFPS;
+// a faster source's frames are spread below MinAt instead.
 var Ladder = []Rung{
 	{Size: Size{160, 90}, FPS: 15, Min: 40 * rate.Kbps, Max: 250 * rate.Kbps},
 	{Size: Size{320, 180}, Min: 150 * rate.Kbps, Max: 800 * rate.Kbps},
@@ -95,26 +96,64 @@ func (r Rung) Interval(srcFPS int) time.Duration {
 // MaxStretch is how many times its own interval apart the frames of a rung
 // may be spread when the encoder's target is below the rung's Min (see
 // IntervalAt): at the lowest rung, 15 fps down to 5 fps, so that the
-// stream fits a path of about 20 kb/s on the wire.
+// stream fits a path of about 20 kb/s on the wire; at a rung above it,
+// from a 60 fps source, down to 20 fps.
 const MaxStretch = 3
+
+// RefFPS is the frame rate a rung's Min holds at when the rung has no FPS
+// cap (a capped rung's Min holds at its cap).
+const RefFPS = 30
+
+// MinAt returns the rung's Min for a source rendering srcFPS frames per
+// second: Min while the rung takes frames no faster than its reference
+// rate (its FPS cap, or RefFPS); above it, Min scaled by the frame rate
+// over that reference to the power minFPSExp. libvpx's coarsest
+// quantizer makes frames of about the same size at any frame rate, about
+// 13% smaller for each doubling (measured at 320x180: 650, 566, 500 and
+// 450 bytes at 15, 30, 60 and 120 fps; at 640x360, 1419 and 1202 bytes at
+// 30 and 60 fps). So at 60 fps the middle rungs' Mins, set at 30 fps,
+// asked for frames below that floor: told 200 kb/s at 320x180 the encoder
+// made 240, and the stream's queue grew behind a rate the controller
+// never chose (capture to received 102 ms over the floor at the median on
+// 290 kb/s, 220 ms, BBR). Scaled by the frame rate alone, Min would spread
+// frames the encoder could have made: 640x360 at 60 fps and 700 kb/s went
+// to 30 fps in the path model.
+func (r Rung) MinAt(srcFPS int) rate.Bitrate {
+	ref := RefFPS
+	if r.FPS > 0 {
+		ref = r.FPS
+	}
+	d := r.Interval(srcFPS)
+	if d <= 0 || d >= time.Second/time.Duration(ref) {
+		return r.Min
+	}
+	fps := float64(time.Second) / float64(d)
+	return rate.Bitrate(math.Round(float64(r.Min) * math.Pow(fps/float64(ref), minFPSExp)))
+}
+
+// minFPSExp is how a rung's Min grows with the frame rate above its
+// reference (MinAt): the encoder's smallest frame shrinks by 2^(1-0.8),
+// 13%, for each doubling.
+const minFPSExp = 0.8
 
 // IntervalAt returns the time between frames at this rung for a source
 // rendering srcFPS frames per second when the encoder's target is b: the
-// rung's Interval while b is at least its Min; below, that interval
-// stretched by Min/b (at most MaxStretch times) and rounded up to whole
-// source intervals, the times frames can be taken at. Each frame then
-// keeps at least the bits of a frame at Min, and the frame rate falls
-// instead of each frame's size: a smaller frame would be mostly packet
-// overhead, which is per frame, and the coarsest quantizer's floor, where
-// the encoder overshoots its target. It returns 0 for a non-positive
-// srcFPS.
+// rung's Interval while b is at least its Min (MinAt, for a source faster
+// than the rung's reference rate); below, that interval stretched by that
+// Min over b (at most MaxStretch times) and rounded up to whole source
+// intervals, the times frames can be taken at. Each frame then keeps at
+// least the bits of a frame at Min, and the frame rate falls instead of
+// each frame's size: a smaller frame would be mostly packet overhead,
+// which is per frame, and the coarsest quantizer's floor, where the
+// encoder overshoots its target. It returns 0 for a non-positive srcFPS.
 func (r Rung) IntervalAt(srcFPS int, b rate.Bitrate) time.Duration {
 	d := r.Interval(srcFPS)
-	if d <= 0 || b <= 0 || b >= r.Min {
+	lo := r.MinAt(srcFPS)
+	if d <= 0 || b <= 0 || b >= lo {
 		return d
 	}
 	src := time.Second / time.Duration(srcFPS)
-	stretch := min(float64(r.Min)/float64(b), MaxStretch)
+	stretch := min(float64(lo)/float64(b), MaxStretch)
 	// The small tolerance keeps an exact multiple (5 fps is six 30 fps
 	// intervals) from rounding up to the next one.
 	n := math.Ceil(float64(d)*stretch/float64(src) - 1e-6)

@@ -134,11 +134,38 @@ func TestRungRate(t *testing.T) {
 	}
 }
 
+// TestRungMinAt checks a rung's Min for sources faster and slower than
+// its reference rate.
+func TestRungMinAt(t *testing.T) {
+	mid, low := Rung{Min: 150 * rate.Kbps}, Rung{FPS: 15, Min: 40 * rate.Kbps}
+	tests := []struct {
+		r    Rung
+		src  int
+		want rate.Bitrate
+	}{
+		{mid, 30, 150 * rate.Kbps},
+		{mid, 60, 261165},  // 150 kb/s × 2^0.8
+		{mid, 120, 454715}, // × 4^0.8
+		{mid, 50, 225720},  // × (50/30)^0.8
+		{mid, 15, 150 * rate.Kbps},
+		{low, 60, 40 * rate.Kbps},
+		{low, 20, 40 * rate.Kbps},
+		{Rung{FPS: 60, Min: 100 * rate.Kbps}, 120, 100 * rate.Kbps},
+		{mid, 0, 150 * rate.Kbps},
+	}
+	for _, tt := range tests {
+		if got := tt.r.MinAt(tt.src); got != tt.want {
+			t.Errorf("%+v.MinAt(%d) = %v, want %v", tt.r, tt.src, got, tt.want)
+		}
+	}
+}
+
 // TestRungIntervalAt checks the frame interval below a rung's Min: spread
 // by Min over the target, in whole source intervals, at most MaxStretch
 // times the rung's own.
 func TestRungIntervalAt(t *testing.T) {
 	low := Rung{FPS: 15, Min: 40 * rate.Kbps}
+	mid := Rung{Min: 150 * rate.Kbps}
 	tests := []struct {
 		r    Rung
 		src  int
@@ -156,6 +183,14 @@ func TestRungIntervalAt(t *testing.T) {
 		{low, 10, 30 * rate.Kbps, 2 * time.Second / 10}, // the source below the rung's rate
 		{Rung{Min: 400 * rate.Kbps}, 30, 200 * rate.Kbps, 2 * time.Second / 30},
 		{low, 0, 20 * rate.Kbps, 0},
+		// A source faster than the rung's reference rate: Min per frame
+		// at that rate (MinAt).
+		{mid, 60, 300 * rate.Kbps, time.Second / 60},     // at MinAt: 60 fps
+		{mid, 60, 200 * rate.Kbps, 2 * time.Second / 60}, // 30 fps, 833 bytes a frame
+		{mid, 60, 150 * rate.Kbps, 2 * time.Second / 60}, // at Min: 30 fps
+		{mid, 120, 150 * rate.Kbps, 3 * time.Second / 120},
+		{mid, 24, 150 * rate.Kbps, time.Second / 24}, // slower than the reference: Min
+		{low, 60, 40 * rate.Kbps, time.Second / 15},  // capped at its reference
 	}
 	for _, tt := range tests {
 		if got := tt.r.IntervalAt(tt.src, tt.b); got != tt.want {

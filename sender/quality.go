@@ -466,7 +466,7 @@ type Decision struct {
 
 // FrameInterval returns how long a frame rendered at rung frame stands
 // for under this decision, the interval the encoder is told: the
-// decision's own (its rung's, spread below the lowest rung's Min:
+// decision's own (its rung's, spread below the rung's Min:
 // media.Rung.IntervalAt) if the frame is at its rung, and a frame rendered
 // before a rung change its own rung's.
 func (d Decision) FrameInterval(frame media.Rung, srcFPS int) time.Duration {
@@ -478,7 +478,7 @@ func (d Decision) FrameInterval(frame media.Rung, srcFPS int) time.Duration {
 
 // Interval returns the time between frames the decision asks for from a
 // source rendering srcFPS frames per second: its rung's, spread below the
-// lowest rung's Min (media.Rung.IntervalAt).
+// rung's Min (media.Rung.IntervalAt).
 func (d Decision) Interval(srcFPS int) time.Duration {
 	return d.Rung.IntervalAt(srcFPS, d.Bitrate)
 }
@@ -572,7 +572,9 @@ func (c *Controller) Update(o Observation) Decision {
 	}
 	// Below the lowest rung's Min the frame rate falls instead
 	// (media.Rung.IntervalAt): the sender spreads the frames so that
-	// each keeps a frame's bits at Min.
+	// each keeps a frame's bits at Min. (Above it, from a source faster
+	// than 30 fps, the frames of a target between Min and MinAt are
+	// spread too.)
 	lo := r.Min
 	if c.rung == 0 {
 		lo = 0
@@ -584,7 +586,7 @@ func (c *Controller) Update(o Observation) Decision {
 
 // Interval returns the time between frames the last decision asks for
 // from a source rendering srcFPS frames per second: its rung's interval,
-// spread below the lowest rung's Min (media.Rung.IntervalAt); before the
+// spread below the rung's Min (media.Rung.IntervalAt); before the
 // first decision, the starting rung's.
 func (c *Controller) Interval(srcFPS int) time.Duration {
 	return c.ladder[c.rung].IntervalAt(srcFPS, c.prevBits)

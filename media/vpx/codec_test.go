@@ -117,6 +117,26 @@ func TestRateControl(t *testing.T) {
 	}
 }
 
+// TestRateControlFastSource checks the rungs' Min from a 60 fps source
+// (media.Rung.MinAt): the encoder holds MinAt(60), while Min itself, set
+// at 30 fps, is below its coarsest quantizer's floor there.
+func TestRateControlFastSource(t *testing.T) {
+	for _, r := range media.Ladder[1:3] {
+		t.Run(r.Size.String(), func(t *testing.T) {
+			run := func(b rate.Bitrate) float64 {
+				res := encodeRun(t, runConfig{size: r.Size, bitrate: b, frames: 120, fps: 60, layers: media.L1T3})
+				return float64(res.rate(30, 60)) / float64(b)
+			}
+			if got := run(r.MinAt(60)); got > minCeil {
+				t.Errorf("output at MinAt(60) %v: %.2f of it, want at most %.2f", r.MinAt(60), got, minCeil)
+			}
+			if got := run(r.Min); got < 1.3 {
+				t.Errorf("output at Min %v from 60 fps: %.2f of it, want over 1.3 (the floor MinAt keeps clear of)", r.Min, got)
+			}
+		})
+	}
+}
+
 // TestRecodeSmallFrames encodes 450 frames at the lowest rung (160x90, L1T3,
 // 15 fps, 85 kb/s) and requires the frames' sizes to vary from one to the
 // next by at most recodeNoise (the log size's mean absolute change, as a

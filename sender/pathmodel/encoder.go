@@ -144,8 +144,9 @@ func (e *encoder) encode(r media.Rung, d time.Duration, forceKey bool) (int, boo
 	}
 	// At its coarsest quantizer the encoder makes a frame of about the
 	// rung's Min over one frame interval (measured: at Min the output is
-	// within 15% of it), whatever the target.
-	bits = max(bits, floorShare*float64(r.Min)*r.Interval(e.srcFPS).Seconds()*noise)
+	// within 15% of it), whatever the target; from a source faster than
+	// the rung's reference rate, about the same frame (media.Rung.MinAt).
+	bits = max(bits, floorShare*float64(r.MinAt(e.srcFPS))*r.Interval(e.srcFPS).Seconds()*noise)
 	et := e.m.EncodeTime(r)
 	et = time.Duration(float64(et) * (0.9 + 0.2*e.rng.Float64()))
 	return max(int(bits/8), 1), key, et

@@ -3,6 +3,7 @@ package pathmodel
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -420,5 +421,33 @@ func TestPacedLongFrames(t *testing.T) {
 				t.Errorf("seed %d, unpaced: capture to received p95 %v over the floor, want the retransmissions' 50 ms or more", seed+1, r.Excess.P95)
 			}
 		}
+	}
+}
+
+// TestEncoderFloor checks the model encoder's smallest frame: about the
+// same size from a 30 fps and a 60 fps source, as libvpx's coarsest
+// quantizer makes it (media.Rung.MinAt), so that at 60 fps a target far
+// below the rung's Min is overshot as the real encoder overshoots it.
+func TestEncoderFloor(t *testing.T) {
+	rung := media.Ladder[1]
+	mean := func(fps int) float64 {
+		e := encoder{m: EncoderModel{}.withDefaults(), rng: rand.New(rand.NewPCG(1, 2)), srcFPS: fps}
+		e.setBitrate(media.MinBitrate)
+		var n, sum float64
+		for i := range 300 {
+			b, key, _ := e.encode(rung, rung.Interval(fps), false)
+			if i >= 30 && !key {
+				n, sum = n+1, sum+float64(b)
+			}
+		}
+		return sum / n
+	}
+	at30, at60 := mean(30), mean(60)
+	// 150 kb/s at 30 fps is 625 bytes a frame; the floor is floorShare of it.
+	if want := floorShare * 625; math.Abs(at30-want) > 0.1*want {
+		t.Errorf("30 fps: frames of %.0f bytes at the floor, want about %.0f", at30, want)
+	}
+	if r := at60 / at30; r < 0.8 || r > 0.95 {
+		t.Errorf("60 fps: frames of %.0f bytes at the floor, %.2f of 30 fps's, want 0.8 to 0.95 (libvpx: 0.88)", at60, r)
 	}
 }
