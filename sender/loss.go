@@ -97,7 +97,7 @@ func (m *lossMeter) add(o Observation, keep time.Duration) {
 // rate returns the share of packets lost over the last span (from the
 // latest sample at least span old, and not before from) and how many were
 // lost; ok is false until the samples cover such a window.
-func (m *lossMeter) rate(now time.Time, span time.Duration) (frac float64, lost int64, ok bool) {
+func (m *lossMeter) rate(now time.Time, span time.Duration, from time.Time) (frac float64, lost int64, ok bool) {
 	if len(m.samples) < 2 {
 		return 0, 0, false
 	}
@@ -107,7 +107,7 @@ func (m *lossMeter) rate(now time.Time, span time.Duration) (frac float64, lost 
 		if s.t.After(now.Add(-span)) {
 			break
 		}
-		if !s.t.Before(m.from) {
+		if !s.t.Before(from) {
 			start = i
 		}
 	}
@@ -134,7 +134,7 @@ func (c *Controller) lossCongested(o Observation, dt time.Duration) bool {
 	if o.Now.Before(c.keyUntil) {
 		m.from = later(m.from, c.keyUntil) // a keyframe's burst may overflow the buffer: not the rate's
 	}
-	frac, lost, ok := m.rate(o.Now, span)
+	frac, lost, ok := m.rate(o.Now, span, m.from)
 	if !ok {
 		return false
 	}
@@ -172,6 +172,19 @@ func significant(frac float64, lost int64, base float64) bool {
 	}
 	expect := float64(lost) / frac * base
 	return float64(lost)-expect > lossSigma*math.Sqrt(max(expect, 1))
+}
+
+// overflow returns the share of the packets sent over the last span that
+// the transport declared lost beyond the path's base, if more were lost
+// than the base explains (see significant); 0 otherwise. Unlike the loss
+// rate the meter judges, it counts the losses right after a cut too: they
+// are what the load before it overflowed.
+func (m *lossMeter) overflow(now time.Time, span time.Duration) float64 {
+	frac, lost, ok := m.rate(now, span, time.Time{})
+	if !ok || lost < lossMin || !significant(frac, lost, m.base) {
+		return 0
+	}
+	return max(frac-m.base, 0)
 }
 
 // lossCut takes the rate below the capacity the loss rate shows: the rate

@@ -117,15 +117,15 @@ func TestLossMeter(t *testing.T) {
 		d := time.Duration(i) * 100 * time.Millisecond
 		m.add(Observation{Now: at(d), Sent: int64(100 * i), Lost: int64(3 * i)}, 2*time.Second)
 	}
-	if _, _, ok := m.rate(at(time.Second), 2*time.Second); ok {
+	if _, _, ok := m.rate(at(time.Second), 2*time.Second, m.from); ok {
 		t.Error("a rate over 2 s from 1 s of samples")
 	}
-	frac, lost, ok := m.rate(at(time.Second), 500*time.Millisecond)
+	frac, lost, ok := m.rate(at(time.Second), 500*time.Millisecond, m.from)
 	if !ok || lost != 15 || frac != 0.03 {
 		t.Errorf("rate over 500 ms: %v, %d lost, ok %v; want 0.03, 15, true", frac, lost, ok)
 	}
 	m.from = at(800 * time.Millisecond)
-	if _, _, ok := m.rate(at(time.Second), 500*time.Millisecond); ok {
+	if _, _, ok := m.rate(at(time.Second), 500*time.Millisecond, m.from); ok {
 		t.Error("a rate over a window starting before from")
 	}
 	m.add(Observation{Now: at(1100 * time.Millisecond), Sent: 5, Lost: 0}, 2*time.Second)
@@ -241,5 +241,50 @@ func TestControllerOutageKeepsCapacity(t *testing.T) {
 	}
 	if c.rate < rate0.Scale(0.8) {
 		t.Errorf("rate %v 3 s after the outage, was %v", c.rate, rate0)
+	}
+}
+
+// TestControllerCutCountsOverflow cuts on a full drop-tail buffer after
+// the path halved under a stream of 19 Mb/s: the round trip stands still
+// (no growth), and the drain rate's windowed maximum still holds the
+// faster path's 19.75 Mb/s. Without loss that rate confirms the drain
+// rate, and the cut keeps it; with a third of the packets lost over the
+// last half second, what reached the far side was two thirds of what was
+// sent, and the cut must take that.
+func TestControllerCutCountsOverflow(t *testing.T) {
+	const (
+		drain = 19750 * rate.Kbps
+		sent  = 19 * rate.Mbps
+		pps   = 1700 // packets a second at 19 Mb/s, a few of them short
+	)
+	for _, tc := range []struct {
+		lost     float64 // share of the packets lost over the last 600 ms
+		min, max rate.Bitrate
+	}{
+		{0, drain, drain},
+		{1.0 / 3, sent.Scale(0.6), sent.Scale(0.7)},
+	} {
+		c := NewController(testLadder, sent)
+		f := newFeed(c)
+		var pkts, lost float64
+		obs := func(loss float64) func() Observation {
+			return func() Observation {
+				c.rate, c.phase = sent, cruising
+				c.loss.from = f.now.Add(time.Hour) // the meter judges no window here
+				pkts += pps * frame.Seconds()
+				lost += loss * pps * frame.Seconds()
+				return Observation{DrainRate: drain, RTT: 50 * time.Millisecond, MinRTT: 50 * time.Millisecond, Sent: int64(pkts), Lost: int64(lost)}
+			}
+		}
+		f.run(3*time.Second, obs(0))
+		f.run(600*time.Millisecond, obs(tc.lost))
+		o := obs(tc.lost)()
+		o.Now, o.RTT = f.now, o.RTT+60*time.Millisecond
+		c.congestedOnce = true // not the start's queue: the stream has cut before
+		c.loss.add(o, 2*time.Second)
+		c.congested(o, 60*time.Millisecond, 0)
+		if c.capacity < tc.min || c.capacity > tc.max {
+			t.Errorf("%.0f%% lost: capacity %v after the cut, want %v to %v", 100*tc.lost, c.capacity, tc.min, tc.max)
+		}
 	}
 }
