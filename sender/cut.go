@@ -268,9 +268,10 @@ func (c *Controller) cutEstimate(o Observation, slope float64) (est rate.Bitrate
 	// 19.75 Mb/s while a quarter of the packets were lost, and the stream
 	// sent 16 to 19 Mb/s into the full buffer for 2 s).
 	kept := 1 - c.loss.overflow(o.Now, sentWindow)
-	est = sent.Scale(kept / (1 + max(slope, 0)))
+	share := kept / (1 + max(slope, 0))
+	est = sent.Scale(share)
 	d := measured(o)
-	if d <= 0 || max(sent, c.recentLoad(o, then)).Scale(kept/(1+max(slope, 0))) < d.Scale(drainTrust) {
+	if d <= 0 || max(sent, c.recentLoad(o, then)).Scale(share) < d.Scale(drainTrust) {
 		est = sent.Scale(kept / (1 + lagFactor*max(slope, 0)))
 		if !c.measured && o.WindowBound && o.Late > 0 {
 			est = min(est, o.DrainRate)
