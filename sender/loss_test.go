@@ -288,3 +288,38 @@ func TestControllerCutCountsOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerLossHeldBack loses 22% of the packets while the stream
+// sends a quarter of its rate (as over TCP at 5% random loss, where the
+// window the losses shrank held the frames back and let a few small ones
+// through). That load overflows no buffer, and the capacity must not fall
+// to it less the loss. A second run sends the whole rate into the same
+// loss: the load's overflow, which a loss cut takes the capacity below.
+func TestControllerLossHeldBack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fill float64 // what the stream sends of its rate
+		cut  bool    // whether a loss cut must take the capacity below the rate
+	}{
+		{"a quarter sent", 0.25, false},
+		{"all sent", 1, true},
+	} {
+		c := NewController(testLadder, 2*rate.Mbps)
+		f := newFeed(c)
+		f.fill = tc.fill
+		before, low := c.rate, c.capacity
+		var pkts, lost float64
+		f.run(4*time.Second, func() Observation {
+			low = min(low, c.capacity)
+			n := float64(f.d.Bitrate)/8*frame.Seconds()*tc.fill*1.03/1400 + 1
+			pkts, lost = pkts+n, lost+0.22*n
+			return Observation{
+				DrainRate: f.d.Bitrate.Scale(tc.fill), WindowBound: true,
+				RTT: 53 * time.Millisecond, MinRTT: 50 * time.Millisecond, Sent: int64(pkts), Lost: int64(lost),
+			}
+		})
+		if cut := low < before; cut != tc.cut {
+			t.Errorf("%s: lowest capacity %v at 22%% loss from a rate of %v, want a cut below it %v", tc.name, low, before, tc.cut)
+		}
+	}
+}
