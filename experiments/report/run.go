@@ -230,6 +230,10 @@ type TopRung struct {
 	// sender was the limit there, null otherwise: the encoder's
 	// saturation rate at the top rung.
 	SaturationBps *float64 `json:"saturation_bps"`
+	// MaxBps is the rung's Max: the ladder caps the target there, so the
+	// encoder sends about that at most, whatever the path; 0 in results
+	// written before it.
+	MaxBps int64 `json:"max_bps,omitempty"`
 }
 
 // FreezeMs is the shortest gap between two frames received that counts as

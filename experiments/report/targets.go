@@ -177,6 +177,23 @@ func peakRate(r Run) float64 {
 	return peak
 }
 
+// limit returns the most the sender sends at the top rung, as far as the
+// window shows, what sets it (kind: the encoder's saturation rate, or the
+// rung's Max where that is lower or the encoder was never the limit) and
+// how; ok is false if neither is known.
+func (c *TopRung) limit() (bps float64, kind, how string, ok bool) {
+	if c == nil {
+		return 0, "", "", false
+	}
+	if s := c.SaturationBps; s != nil && (c.MaxBps <= 0 || *s <= float64(c.MaxBps)) {
+		return *s, "encoder-limited", fmt.Sprintf("%s saturates at %s", c.Size, fmtBps(*s)), true
+	}
+	if c.MaxBps > 0 {
+		return float64(c.MaxBps), "ladder-limited", fmt.Sprintf("%s sends at most its Max, %s", c.Size, fmtBps(float64(c.MaxBps))), true
+	}
+	return 0, "", "", false
+}
+
 func judgeUtilization(r Run, _ *Run) judgement {
 	u := r.Utilization
 	if !finite(u) {
@@ -197,14 +214,13 @@ func judgeUtilization(r Run, _ *Run) judgement {
 	if l, ok := linkUse(r); ok {
 		link += fmt.Sprintf("; link %.1f%%", 100*l)
 	}
-	if c := r.Ceiling; c != nil && c.SaturationBps != nil {
-		if rate := meanRate(r); *c.SaturationBps < UtilizationMin*rate {
-			return na(fmt.Sprintf("encoder-limited, %s saturates at %s (%.0f%% of the link; utilization %.0f%%)%s",
-				c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/rate, 100*u, link))
+	if most, kind, how, ok := r.Ceiling.limit(); ok {
+		if rate := meanRate(r); most < UtilizationMin*rate {
+			return na(fmt.Sprintf("%s, %s (%.0f%% of the link; utilization %.0f%%)%s", kind, how, 100*most/rate, 100*u, link))
 		}
-		if peak := peakRate(r); *c.SaturationBps < UtilizationMin*peak {
-			return na(fmt.Sprintf("encoder-limited while the link ran at %s: %s saturates at %s (%.0f%% of it; utilization %.0f%%)%s",
-				fmtBps(peak), c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/peak, 100*u, link))
+		if peak := peakRate(r); most < UtilizationMin*peak {
+			return na(fmt.Sprintf("%s while the link ran at %s: %s (%.0f%% of it; utilization %.0f%%)%s",
+				kind, fmtBps(peak), how, 100*most/peak, 100*u, link))
 		}
 	}
 	// One decimal, or two where one would round a miss to the limit.
@@ -293,11 +309,9 @@ func judgeStep(r Run, i int, st Step) judgement {
 	// After a rise the utilization is judged against the new rate, which
 	// an encoder that saturates below UtilizationMin of it never reaches,
 	// however fast the sender climbs (as judgeUtilization's encoder-limited
-	// runs).
-	if c := r.Ceiling; st.Change == StepRateRise && c != nil && c.SaturationBps != nil &&
-		*c.SaturationBps < UtilizationMin*float64(st.RateBps) {
-		return judgement{notApplicable, fmt.Sprintf("encoder-limited after the rise: %s saturates at %s (%.0f%% of %s)",
-			c.Size, fmtBps(*c.SaturationBps), 100**c.SaturationBps/float64(st.RateBps), fmtBps(float64(st.RateBps)))}
+	// runs), nor a top rung whose Max is below it.
+	if most, kind, how, ok := r.Ceiling.limit(); ok && st.Change == StepRateRise && most < UtilizationMin*float64(st.RateBps) {
+		return judgement{notApplicable, fmt.Sprintf("%s after the rise: %s (%.0f%% of %s)", kind, how, 100*most/float64(st.RateBps), fmtBps(float64(st.RateBps)))}
 	}
 	lim := "≤ " + fmtSec(limit)
 	if v := r.RecoveryS[i]; v != nil {

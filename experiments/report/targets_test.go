@@ -112,6 +112,18 @@ func TestTargets(t *testing.T) {
 			r.Steps[0].Change, r.Steps[0].RateBps, r.RecoveryS = StepRateRise, 20e6, []*float64{f(6)}
 			r.Ceiling.SaturationBps = f(18.5e6)
 		}, missed, "6.00 s (≤ 5.00 s) missed by 1.00 s"},
+		{"recovery", "a doubling past the top rung's Max", func(r, _ *Run) {
+			r.Steps[0].Change, r.Steps[0].RateBps, r.RecoveryS = StepRateRise, 24.2e6, []*float64{nil}
+			r.Ceiling.MaxBps = 20e6
+		}, notApplicable, "n/a: ladder-limited after the rise: 1280x720 sends at most its Max, 20.0 Mb/s (83% of 24.2 Mb/s)"},
+		{"recovery", "a doubling below the top rung's Max", func(r, _ *Run) {
+			r.Steps[0].Change, r.Steps[0].RateBps, r.RecoveryS = StepRateRise, 20e6, []*float64{f(6)}
+			r.Ceiling.MaxBps = 20e6
+		}, missed, "6.00 s (≤ 5.00 s) missed by 1.00 s"},
+		{"recovery", "a doubling past an encoder that saturates below the Max", func(r, _ *Run) {
+			r.Steps[0].Change, r.Steps[0].RateBps, r.RecoveryS = StepRateRise, 24.2e6, []*float64{nil}
+			r.Ceiling.SaturationBps, r.Ceiling.MaxBps = f(17.5e6), 20e6
+		}, notApplicable, "n/a: encoder-limited after the rise: 1280x720 saturates at 17.5 Mb/s (72% of 24.2 Mb/s)"},
 		{"recovery", "an RTT step", func(r, _ *Run) { r.Steps[0].Change = StepRTT }, notApplicable, "n/a: rtt step: no target"},
 		{"recovery", "a step in the warm-up", func(r, _ *Run) { r.Steps[0].AtS = 3 }, notApplicable, "n/a: step in the warm-up"},
 		{"recovery", "no schedule", func(r, _ *Run) { r.Schedule, r.Steps, r.RecoveryS = "", nil, nil }, notApplicable, "n/a: no step"},
@@ -175,6 +187,12 @@ func TestUtilizationLinkCell(t *testing.T) {
 		{"encoder-limited before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(8.5e6)}, notApplicable,
 			"n/a: encoder-limited while the link ran at 10.0 Mb/s: 1280x720 saturates at 8.50 Mb/s (85% of it; utilization 80%); link 85.0%", nil},
 		{"the encoder fills the link before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(9.5e6)}, missed,
+			"80.0% (≥ 90%) missed by 10.0 points; link 85.0%", nil},
+		{"the link above the top rung's Max", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 6e6}, notApplicable,
+			"n/a: ladder-limited, 1280x720 sends at most its Max, 6.00 Mb/s (80% of the link; utilization 80%); link 85.0%", nil},
+		{"the link above the top rung's Max before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 8.5e6}, notApplicable,
+			"n/a: ladder-limited while the link ran at 10.0 Mb/s: 1280x720 sends at most its Max, 8.50 Mb/s (85% of it; utilization 80%); link 85.0%", nil},
+		{"the top rung's Max above the link", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 20e6}, missed,
 			"80.0% (≥ 90%) missed by 10.0 points; link 85.0%", nil},
 		{"steps: the steady part met", 0.865, f(0.955), nil, met,
 			"91.2% (≥ 90%) met; without the recovery after the steps (whole window 86.5%); link 95.5%", f(0.912)},

@@ -96,7 +96,7 @@ func ladderTop(maxRes string) media.Rung {
 func topRung(in Input, frames []joinedFrame) *report.TopRung {
 	top := ladderTop(in.Spec.MaxRes)
 	bins := topBins(in, frames, top.Size)
-	out := &report.TopRung{Size: top.Size.String()}
+	out := &report.TopRung{Size: top.Size.String(), MaxBps: int64(top.Max)}
 	var ratios, outputs, targets []float64
 	for k := 1; k < len(bins); k++ {
 		b, prev := bins[k], bins[k-1]
