@@ -123,6 +123,13 @@ func TestTopRung(t *testing.T) {
 			if got == nil || got.Size != size || got.Seconds != c.seconds {
 				t.Fatalf("top rung %+v, want %s with %d s judged", got, size, c.seconds)
 			}
+			wantMax := int64(20e6) // 1280x720's Max
+			if c.maxRes == "640x360" {
+				wantMax = 2.5e6
+			}
+			if got.MaxBps != wantMax {
+				t.Errorf("max %d b/s, want the rung's Max, %d", got.MaxBps, wantMax)
+			}
 			same := func(p *float64, want, tol float64) bool {
 				return (want == 0 && p == nil) || (want != 0 && p != nil && math.Abs(*p-want) <= tol)
 			}
