@@ -5,6 +5,7 @@
 //	go run ./experiments report --out DIR  rebuild a results directory's report
 //	go run ./experiments demo [flags]      a live demo for an audience
 //	go run ./experiments loopback [flags]  glass-to-glass on this machine, no emulation
+//	go run ./experiments draw [flags]      a matrix of video paths drawn at random
 //
 // Each subcommand has its own -h.
 package main
@@ -29,6 +30,7 @@ var commands = map[string]command{
 	"run":      runMain,
 	"report":   reportMain,
 	"demo":     demoMain,
+	"draw":     drawMain,
 	// Hidden: computes the summaries of a results directory again.
 	"resummarize": resummarizeMain,
 	// Hidden: a video run's frame records as a rate-controller trace.
@@ -77,6 +79,7 @@ commands:
   report    rebuild the report (tables, plots, index.html) of a results directory
   demo      a live demo: two senders, with and without SBM, across an emulated path
   loopback  glass-to-glass latency on this machine with headless Chromium
+  draw      write a matrix of video paths drawn at random (for run --matrix)
 
 Run "go run ./experiments COMMAND -h" for a command's flags.
 `)

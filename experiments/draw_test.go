@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"replenish/experiments/scenario"
+	"replenish/rate"
+)
+
+func draw(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errs bytes.Buffer
+	if code := drawMain(context.Background(), args, &out, &errs); code != 0 {
+		t.Fatalf("draw %v: exit %d, %s", args, code, errs.String())
+	}
+	return out.String()
+}
+
+// TestDraw checks that a draw is a matrix the run command reads, the same
+// for the same seed, and spread as its doc says.
+func TestDraw(t *testing.T) {
+	const n = 600
+	a := draw(t, "--seed", "7", "--n", "600")
+	if b := draw(t, "--seed", "7", "--n", "600"); a != b {
+		t.Error("two draws with seed 7 differ")
+	}
+	if c := draw(t, "--seed", "8", "--n", "600"); a == c {
+		t.Error("seeds 7 and 8 drew the same paths")
+	}
+	runs, skipped, err := scenario.ParseMatrix(strings.NewReader(a), scenario.Defaults())
+	if err != nil || len(runs) != n || len(skipped) != 0 {
+		t.Fatalf("the draw as a matrix: %d runs, skipped %v, %v; want %d runs", len(runs), skipped, err, n)
+	}
+	var quic, lossy, steps, fast int
+	for _, r := range runs {
+		p := r.Path
+		if p.Rate < 150*rate.Kbps || p.Rate > 40*rate.Mbps || p.RTT.Milliseconds() < 6 || p.RTT.Milliseconds() > 230 {
+			t.Errorf("%s: rate %v, RTT %v outside the draw's ranges", r.ID(), p.Rate, p.RTT)
+		}
+		if r.Transport == scenario.QUIC {
+			quic++
+		}
+		if p.Loss > 0 {
+			lossy++
+		}
+		if len(p.Schedule) > 0 {
+			steps++
+		}
+		if p.Rate >= 4*rate.Mbps {
+			fast++
+		}
+	}
+	// Shares within about four standard deviations of 600 draws.
+	for _, c := range []struct {
+		name      string
+		got       int
+		want, tol float64
+	}{
+		{"over QUIC", quic, 1.0 / 3, 0.08},
+		{"with random loss", lossy, 0.25, 0.08},
+		{"with a step", steps, 0.2 + 1.0/6, 0.08},
+		{"at 4 Mb/s or more (log-uniform: 0.44)", fast, 0.44, 0.08},
+	} {
+		if share := float64(c.got) / n; share < c.want-c.tol || share > c.want+c.tol {
+			t.Errorf("%.2f of the paths %s, want %.2f", share, c.name, c.want)
+		}
+	}
+
+	_, body, _ := strings.Cut(draw(t, "--seed", "1", "--loss", "0"), "\n") // after the header
+	if lines := strings.Count(body, "--loss"); lines != 0 {
+		t.Errorf("--loss 0: %d lines with loss", lines)
+	}
+	var errs bytes.Buffer
+	for _, args := range [][]string{{"--n", "0"}, {"--loss", "2"}, {"--modes", "a b"}, {"extra"}} {
+		if code := drawMain(context.Background(), args, &bytes.Buffer{}, &errs); code != 2 {
+			t.Errorf("draw %v: exit %d, want 2", args, code)
+		}
+	}
+}
