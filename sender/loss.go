@@ -188,33 +188,38 @@ func (m *lossMeter) overflow(now time.Time, span time.Duration) float64 {
 	return max(frac-m.base, 0)
 }
 
-// lossSent returns the rate sent over the loss rate's window, and whether
-// it was the stream's load: at least lossLoad of the rate. Less, and the
-// transport held the frames back: its window, shrunk by the losses, is
-// the limit, not the path's buffer (TCP with CUBIC at 5% random loss,
-// 2 Mb/s, 80 ms: a window of three segments sent 130 kb/s while the rate
-// was 1.4 Mb/s, and the 22% of them lost took the capacity to 103 kb/s,
-// the lowest rung, for the rest of the run). The skipped frames lower the
-// rate then (transportLimited). A drop-tail buffer that overflows under
-// the stream's load drops what the load sends past it: with BBR and a
-// 20 ms buffer (10 Mb/s, 40 ms), the stream sent 62 to 109% of its rate
-// in the second before each cut after the start.
-func (c *Controller) lossSent(o Observation) (rate.Bitrate, bool) {
+// lossSent returns the rate sent over the loss rate's window (the rate,
+// before anything was sent).
+func (c *Controller) lossSent(o Observation) rate.Bitrate {
 	span := max(lossWindow, lossFb*c.fb)
-	sent := c.sentRate(o.Now.Add(-span), o.Now)
-	if sent <= 0 {
-		return c.rate, true
+	if sent := c.sentRate(o.Now.Add(-span), o.Now); sent > 0 {
+		return sent
 	}
-	return sent, sent >= c.rate.Scale(lossLoad)
+	return c.rate
+}
+
+// loadLost reports whether the losses over the window are the stream's
+// load overflowing a buffer: it sent at least lossLoad of its rate. Less,
+// and the transport held the frames back: its window, shrunk by the
+// losses, is the limit, not the path's buffer (TCP with CUBIC at 5% random
+// loss, 2 Mb/s, 80 ms: a window of three segments sent 130 kb/s while the
+// rate was 1.4 Mb/s, and the 22% of them lost took the capacity to
+// 103 kb/s, the lowest rung, for the rest of the run). The skipped frames
+// lower the rate then (transportLimited). A drop-tail buffer that
+// overflows under the stream's load drops what the load sends past it:
+// with BBR and a 20 ms buffer (10 Mb/s, 40 ms), the stream sent 62 to 109%
+// of its rate in the second before each cut after the start.
+func (c *Controller) loadLost(o Observation) bool {
+	return c.lossSent(o) >= c.rate.Scale(lossLoad)
 }
 
 // lossCut takes the rate below the capacity the loss rate shows: the rate
 // sent over the window times one less the loss rate, no more than the
 // capacity known.
-func (c *Controller) lossCut(o Observation, sent rate.Bitrate) {
+func (c *Controller) lossCut(o Observation) {
 	m := &c.loss
 	frac := m.frac // this update's window, judged by lossCongested
-	est := min(c.capacity, sent.Scale(1-frac))
+	est := min(c.capacity, c.lossSent(o).Scale(1-frac))
 	m.cutAt, m.cutFrac, m.cutCap, m.cutCeil, m.extended = o.Now, frac, c.capacity, c.ceiling, false
 	m.capped = true
 	c.capacity, c.ceiling = est, est

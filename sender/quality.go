@@ -735,14 +735,13 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	foreign := c.foreign.holds(o.Now, c.shift, func() bool { return c.overDrained(o) })
 	quiet := o.Now.Before(c.keyUntil) || foreign
 	plan := c.plan.state(o.Now, excess, c.fb+planLag)
-	sent, loadSent := c.lossSent(o)
 	switch {
 	case !lossy && plan == planDrained:
 		c.grow(o, dt) // the queue is gone; the signal shows it a feedback delay late
 	case !quiet && plan != planDraining && (excess > c.high || (slope > slopeHigh && excess > c.low)):
 		c.congested(o, excess, slope)
-	case !quiet && lossy && o.Now.Sub(c.lastCut) >= c.fb && loadSent:
-		c.lossCut(o, sent)
+	case !quiet && lossy && o.Now.Sub(c.lastCut) >= c.fb && c.loadLost(o):
+		c.lossCut(o)
 	case !quiet && c.skips > skipHigh:
 		c.transportLimited(o)
 	case excess < c.low || (c.phase == recovering && excess < c.high) || foreign:
