@@ -14,12 +14,15 @@ import (
 // lowest rung's floor on the wire to twice the top rung's Max; a path's
 // buffer, round trip, congestion control, transport, source frame rate,
 // step and random loss are drawn independently.
-var (
+const (
 	drawRateMin, drawRateMax = 150.0, 40000.0 // kb/s, drawn log-uniform
 	drawRTTMin, drawRTTMax   = 6, 230         // ms, uniform
-	drawQueues               = []int{40, 50, 60, 80, 100, 120, 150, 200, 250, 300}
-	drawFPS                  = []int{15, 24, 60} // half the paths; the others 30
-	drawLosses               = []float64{0.002, 0.005, 0.01, 0.02, 0.03}
+)
+
+var (
+	drawQueues = []int{40, 50, 60, 80, 100, 120, 150, 200, 250, 300} // ms
+	drawFPS    = []int{15, 24, 60}                                   // half the paths; the others 30
+	drawLosses = []float64{0.002, 0.005, 0.01, 0.02, 0.03}
 )
 
 // Shares of the drawn paths.
