@@ -130,7 +130,7 @@ func (m *lossMeter) rate(now time.Time, span time.Duration, from time.Time) (fra
 // back.
 func (c *Controller) lossCongested(o Observation, dt time.Duration) bool {
 	m := &c.loss
-	span := max(lossWindow, lossFb*c.fb)
+	span := c.lossSpan()
 	m.add(o, 2*span)
 	if o.Now.Before(c.keyUntil) {
 		m.from = later(m.from, c.keyUntil) // a keyframe's burst may overflow the buffer: not the rate's
@@ -188,11 +188,13 @@ func (m *lossMeter) overflow(now time.Time, span time.Duration) float64 {
 	return max(frac-m.base, 0)
 }
 
+// lossSpan is the loss rate's window.
+func (c *Controller) lossSpan() time.Duration { return max(lossWindow, lossFb*c.fb) }
+
 // lossSent returns the rate sent over the loss rate's window (the rate,
 // before anything was sent).
 func (c *Controller) lossSent(o Observation) rate.Bitrate {
-	span := max(lossWindow, lossFb*c.fb)
-	if sent := c.sentRate(o.Now.Add(-span), o.Now); sent > 0 {
+	if sent := c.sentRate(o.Now.Add(-c.lossSpan()), o.Now); sent > 0 {
 		return sent
 	}
 	return c.rate
