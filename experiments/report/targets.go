@@ -45,7 +45,9 @@ const (
 	// of the last packet of a median frame sent as one burst) plus
 	// OverfillMarginMs (what the targets allow a managed sender to
 	// queue), a standing queue that only a sender offering more than the
-	// link carries can build.
+	// link carries can build; or where it overfills a transport that
+	// random loss holds below the link (see lossHeld), whose backlog
+	// stands in default's socket instead.
 	DefaultFactor    = 10.0
 	OverfillMarginMs = 25.0
 )
@@ -97,7 +99,7 @@ var targets = []target{
 	{"capture to received p95", fmt.Sprintf("≤ floor + %g ms", C2RP95OverFloorMs), func(r Run, _ *Run) judgement {
 		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P95 }, C2RP95OverFloorMs)
 	}},
-	{"utilization", fmt.Sprintf("≥ %.0f%% where the top rung can fill the link", 100*UtilizationMin), judgeUtilization},
+	{"utilization", fmt.Sprintf("≥ %.0f%% where the top rung can fill the link (with random loss, of what a backlogged sender's transport carried)", 100*UtilizationMin), judgeUtilization},
 	{"drain ratio p50", fmt.Sprintf("%g to %g", DrainRatioMin, DrainRatioMax), judgeDrainRatio},
 	{"recovery", fmt.Sprintf("≤ %g s after a halving, ≤ %g s after a doubling", RecoveryFallMaxS, RecoveryRiseMaxS), judgeRecovery},
 	{"default's source delay p50", fmt.Sprintf("≥ %g× where default overfills the link", DefaultFactor), judgeDefault},
@@ -194,7 +196,7 @@ func (c *TopRung) limit() (bps float64, kind, how string, ok bool) {
 	return 0, "", "", false
 }
 
-func judgeUtilization(r Run, _ *Run) judgement {
+func judgeUtilization(r Run, def *Run) judgement {
 	u := r.Utilization
 	if !finite(u) {
 		return na("utilization unknown")
@@ -211,8 +213,16 @@ func judgeUtilization(r Run, _ *Run) judgement {
 		link = fmt.Sprintf("; without the recovery after the steps (whole window %.1f%%)", 100*u)
 		u = *s
 	}
-	if l, ok := linkUse(r); ok {
+	l, known := linkUse(r)
+	if known {
 		link += fmt.Sprintf("; link %.1f%%", 100*l)
+	}
+	if held, ok := lossHeld(r, def); ok && known && !ladderBelow(r, held) {
+		share := l / held
+		j := judged(share >= UtilizationMin, fmt.Sprintf("%.0f%% of a backlogged sender's link use", 100*share),
+			fmt.Sprintf("≥ %.0f%%", 100*UtilizationMin), fmt.Sprintf("%.0f points", 100*(UtilizationMin-share)))
+		j.cell += fmt.Sprintf(": at %s loss its transport carried %.1f%% of the link, this run %.1f%%; utilization %.1f%%", fmtLoss(r.Loss), 100*held, 100*l, 100*u)
+		return j
 	}
 	if most, kind, how, ok := r.Ceiling.limit(); ok {
 		if rate := meanRate(r); most < UtilizationMin*rate {
@@ -237,6 +247,36 @@ func judgeUtilization(r Run, _ *Run) judgement {
 	return j
 }
 
+// lossHeld returns the share of the link that the default run on r's path
+// used, when that is what r's transport can carry there: the path loses
+// packets at random, and default, which writes at the link's rate, used
+// less than UtilizationMin of the link while its frames waited in its
+// socket (its source delay p50 above SourceDelayFactor times its own
+// serialization plus SourceDelaySlackMs). Its transport was then
+// backlogged all along and carried what the loss left: a loss-based
+// congestion control's window shrinks with every random loss (CUBIC
+// carries about 1 Mb/s at 1% loss and 150 ms, whatever the link), so
+// that the link's rate is out of reach for any sender over it.
+func lossHeld(r Run, def *Run) (float64, bool) {
+	if !(r.Loss > 0) || def == nil || def.SerializationMs == nil {
+		return 0, false
+	}
+	held, ok := linkUse(*def)
+	waited := def.SourceDelayMs.P50 > SourceDelayFactor**def.SerializationMs+SourceDelaySlackMs
+	if !ok || !(held > 0) || held >= UtilizationMin || !waited {
+		return 0, false
+	}
+	return held, true
+}
+
+// ladderBelow reports whether the top rung sends less than UtilizationMin
+// of what the loss leaves of the link (held, a share of it): the ladder,
+// not the transport, is then the limit.
+func ladderBelow(r Run, held float64) bool {
+	most, _, _, ok := r.Ceiling.limit()
+	return ok && most < UtilizationMin*held*meanRate(r)
+}
+
 // sharedWith says what a run with competing flows got of the link, and
 // they: the link is shared, so neither is judged against it.
 func sharedWith(r Run) string {
@@ -251,9 +291,12 @@ func sharedWith(r Run) string {
 	return s
 }
 
-func judgeDrainRatio(r Run, _ *Run) judgement {
+func judgeDrainRatio(r Run, def *Run) judgement {
 	if r.CrossFlows > 0 {
 		return na(sharedWith(r))
+	}
+	if held, ok := lossHeld(r, def); ok {
+		return na(fmt.Sprintf("%s loss, not the link, limits the transport (a backlogged sender's carried %.1f%% of the link)", fmtLoss(r.Loss), 100*held))
 	}
 	if r.DrainRatio == nil || !finite(r.DrainRatio.P50) {
 		return na("no path-limited drain estimate")
@@ -338,7 +381,7 @@ func judgeDefault(r Run, def *Run) judgement {
 	if !finite(q) {
 		return na("default's bottleneck queue unknown")
 	}
-	if q <= over {
+	if _, held := lossHeld(r, def); q <= over && !held {
 		return na("default does not overfill (queue p50 " + fmtMs(q) + " ≤ " + fmtMs(over) + ")")
 	}
 	d, s := def.SourceDelayMs.P50, r.SourceDelayMs.P50

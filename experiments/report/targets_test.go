@@ -293,3 +293,67 @@ func TestTargetsSection(t *testing.T) {
 		t.Error("a Targets section without runs that have the sweep's fields")
 	}
 }
+
+// TestLossHeld checks that on a path with random loss, where the unmanaged
+// sender (default) used less than UtilizationMin of the link while its
+// frames waited in its socket, utilization is judged against what it
+// carried and the drain ratio is not judged; and that each condition,
+// missing, leaves the ordinary judgement.
+func TestLossHeld(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name   string
+		change func(rep, def *Run)
+		want   verdict
+		cell   string
+		drain  verdict
+	}{
+		{"met", nil, met,
+			"93% of a backlogged sender's link use (≥ 90%) met: at 1% loss its transport carried 4.5% of the link, this run 4.2%; utilization 3.9%", notApplicable},
+		{"missed", func(r, _ *Run) { r.LinkUtilization = f(0.03) }, missed,
+			"67% of a backlogged sender's link use (≥ 90%) missed by 23 points: at 1% loss its transport carried 4.5% of the link, this run 3.0%; utilization 3.9%", notApplicable},
+		{"no loss", func(r, d *Run) { r.Loss, d.Loss = 0, 0 }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"no default run", func(_, d *Run) { d.ID = "" }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"default filled the link", func(_, d *Run) { d.LinkUtilization = f(0.95) }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"default's frames did not wait", func(_, d *Run) { d.SourceDelayMs.P50 = 40 }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"default's serialization unknown", func(_, d *Run) { d.SerializationMs = nil }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"the ladder below what the loss leaves", func(r, _ *Run) { r.Ceiling.MaxBps = 300e3 }, notApplicable,
+			"n/a: ladder-limited, 1280x720 sends at most its Max, 300 kb/s (4% of the link; utilization 4%); link 4.2%", notApplicable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, def := targetRuns()
+			rep.Schedule, rep.Steps, rep.RecoveryS = "", nil, nil
+			rep.Loss, def.Loss = 0.01, 0.01
+			rep.Utilization, rep.GoodputBps, rep.LinkUtilization = 0.039, 0.039*7.5e6, f(0.042)
+			rep.DrainRatio = &metrics.Percentiles{P50: 0.07, P95: 0.1, N: 100}
+			def.LinkUtilization = f(0.045)
+			def.SourceDelayMs.P50 = 5000 // over 1.2 × 40 + 5 ms: its frames waited
+			if tc.change != nil {
+				tc.change(&rep, &def)
+			}
+			d := &def
+			if def.ID == "" {
+				d = nil
+			}
+			if j := judgeUtilization(rep, d); j.verdict != tc.want || j.cell != tc.cell {
+				t.Errorf("utilization %q (verdict %d), want %q (verdict %d)", j.cell, j.verdict, tc.cell, tc.want)
+			}
+			if j := judgeDrainRatio(rep, d); j.verdict != tc.drain {
+				t.Errorf("drain ratio %q (verdict %d), want verdict %d", j.cell, j.verdict, tc.drain)
+			}
+		})
+	}
+	// Default's backlog stands in its socket, not at the bottleneck: it
+	// overfilled its transport, and is judged for it.
+	rep, def := targetRuns()
+	rep.Loss, def.Loss = 0.01, 0.01
+	def.LinkUtilization, def.BottleneckQueueMs = f(0.045), pct(0.5, 2, 3)
+	def.SourceDelayMs.P50 = 5000
+	if j := judgeDefault(rep, &def); j.verdict != met || j.cell != "50000× (≥ 10×) met" {
+		t.Errorf("default held by the loss: %q (verdict %d)", j.cell, j.verdict)
+	}
+	rep.Loss, def.Loss = 0, 0
+	if j := judgeDefault(rep, &def); j.verdict != notApplicable {
+		t.Errorf("default without loss, an empty bottleneck queue: %q (verdict %d)", j.cell, j.verdict)
+	}
+}
