@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -41,6 +42,7 @@ func drawMain(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 14, "how many paths")
 	loss := fs.Float64("loss", 0.25, "the `share` of paths with random loss (0.2 to 3%)")
 	mode := fs.String("modes", "replenish=15ms", "the --modes of every line")
+	reference := fs.Bool("reference", true, "on paths with random loss, also run mode default: what its backlogged transport carries is what the loss leaves of the link, and the report judges utilization against it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: go run ./experiments draw [flags] > paths.txt\n\nWrites a matrix file (run --matrix) of video paths drawn at random.")
 		fs.PrintDefaults()
@@ -55,16 +57,20 @@ func drawMain(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "draw: need 1 to 10000 paths, a loss share from 0 to 1 and modes without blanks, quotes or #")
 		return 2
 	}
-	fmt.Fprintf(stdout, "# go run ./experiments draw --seed %d --n %d --loss %g --modes %s\n", *seed, *n, *loss, *mode)
+	fmt.Fprintf(stdout, "# go run ./experiments draw --seed %d --n %d --loss %g --modes %s --reference=%t\n", *seed, *n, *loss, *mode, *reference)
 	r := rand.New(rand.NewPCG(*seed, 0))
 	for range *n {
-		fmt.Fprintln(stdout, drawPath(r, *loss, *mode))
+		fmt.Fprintln(stdout, drawPath(r, *loss, *mode, *reference))
 	}
 	return 0
 }
 
-// drawPath returns one matrix line.
-func drawPath(r *rand.Rand, lossShare float64, modes string) string {
+// drawPath returns one matrix line. With reference, a path with random
+// loss runs the unmanaged sender (mode default) too, if modes lacks it:
+// writing at the link's rate, it keeps its transport backlogged, and what
+// that carries is what the loss leaves of the link for any sender over the
+// same transport, which the report judges utilization against.
+func drawPath(r *rand.Rand, lossShare float64, modes string, reference bool) string {
 	kb := math.Exp(math.Log(drawRateMin) + r.Float64()*(math.Log(drawRateMax)-math.Log(drawRateMin)))
 	rate := int(math.Round(kb/10) * 10)
 	if kb >= 1000 {
@@ -82,6 +88,20 @@ func drawPath(r *rand.Rand, lossShare float64, modes string) string {
 	if rate < 300 {
 		warm = "10s" // the lowest rung's start takes longer to settle
 	}
+	var sched string
+	switch u := r.Float64(); {
+	case u < drawHalve:
+		sched = fmt.Sprintf(" --schedule 20s=%dkbit", rate/2)
+	case u < drawHalve+drawDouble:
+		sched = fmt.Sprintf(" --schedule 20s=%dkbit", rate*2)
+	}
+	var loss string
+	if r.Float64() < lossShare {
+		loss = fmt.Sprintf(" --loss %g", drawLosses[r.IntN(len(drawLosses))])
+		if reference && !slices.Contains(strings.Split(modes, ","), "default") {
+			modes += ",default"
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "--workload video --rate %dkbit --rtt %dms --queue %dms", rate, rtt, q)
 	if quic {
@@ -93,14 +113,6 @@ func drawPath(r *rand.Rand, lossShare float64, modes string) string {
 	if fps != 30 {
 		fmt.Fprintf(&b, " --fps %d", fps)
 	}
-	switch u := r.Float64(); {
-	case u < drawHalve:
-		fmt.Fprintf(&b, " --schedule 20s=%dkbit", rate/2)
-	case u < drawHalve+drawDouble:
-		fmt.Fprintf(&b, " --schedule 20s=%dkbit", rate*2)
-	}
-	if r.Float64() < lossShare {
-		fmt.Fprintf(&b, " --loss %g", drawLosses[r.IntN(len(drawLosses))])
-	}
+	b.WriteString(sched + loss)
 	return b.String()
 }

@@ -30,9 +30,28 @@ func TestDraw(t *testing.T) {
 	if c := draw(t, "--seed", "8", "--n", "600"); a == c {
 		t.Error("seeds 7 and 8 drew the same paths")
 	}
-	runs, skipped, err := scenario.ParseMatrix(strings.NewReader(a), scenario.Defaults())
-	if err != nil || len(runs) != n || len(skipped) != 0 {
-		t.Fatalf("the draw as a matrix: %d runs, skipped %v, %v; want %d runs", len(runs), skipped, err, n)
+	all, skipped, err := scenario.ParseMatrix(strings.NewReader(a), scenario.Defaults())
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("the draw as a matrix: skipped %v, %v", skipped, err)
+	}
+	// Each path runs replenish; those with random loss default too.
+	var runs []scenario.Run
+	defaults := 0
+	for _, r := range all {
+		switch r.Mode.String() {
+		case "replenish=15ms":
+			runs = append(runs, r)
+		case "default":
+			defaults++
+			if r.Path.Loss == 0 {
+				t.Errorf("%s: default on a path without loss", r.ID())
+			}
+		default:
+			t.Errorf("%s: mode %v", r.ID(), r.Mode)
+		}
+	}
+	if len(runs) != n {
+		t.Fatalf("%d replenish runs, want %d", len(runs), n)
 	}
 	var quic, lossy, steps, fast int
 	for _, r := range runs {
@@ -69,6 +88,10 @@ func TestDraw(t *testing.T) {
 		}
 	}
 
+	if defaults != lossy {
+		t.Errorf("%d default runs for %d paths with loss", defaults, lossy)
+	}
+
 	_, body, _ := strings.Cut(draw(t, "--seed", "1", "--loss", "0"), "\n") // after the header
 	if lines := strings.Count(body, "--loss"); lines != 0 {
 		t.Errorf("--loss 0: %d lines with loss", lines)
@@ -78,5 +101,39 @@ func TestDraw(t *testing.T) {
 		if code := drawMain(context.Background(), args, &bytes.Buffer{}, &errs); code != 2 {
 			t.Errorf("draw %v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestDrawReference checks that --reference adds default to the paths with
+// loss alone, once, and changes nothing else: the same seed draws the same
+// paths with and without it.
+func TestDrawReference(t *testing.T) {
+	body := func(args ...string) []string {
+		_, b, _ := strings.Cut(draw(t, append([]string{"--seed", "3", "--n", "200"}, args...)...), "\n")
+		return strings.Split(strings.TrimSuffix(b, "\n"), "\n")
+	}
+	with, without := body(), body("--reference=false")
+	both := body("--modes", "replenish=15ms,default")
+	if len(with) != 200 || len(without) != 200 || len(both) != 200 {
+		t.Fatalf("%d, %d and %d lines, want 200 each", len(with), len(without), len(both))
+	}
+	lossy := 0
+	for i := range with {
+		if !strings.Contains(with[i], "--loss") {
+			if with[i] != without[i] {
+				t.Errorf("a path without loss changed:\n%s\n%s", with[i], without[i])
+			}
+			continue
+		}
+		lossy++
+		if want := strings.Replace(without[i], "--modes replenish=15ms ", "--modes replenish=15ms,default ", 1); with[i] != want {
+			t.Errorf("with the reference:\n%s\nwant\n%s", with[i], want)
+		}
+		if both[i] != with[i] {
+			t.Errorf("default asked for and added:\n%s\nwant\n%s", both[i], with[i])
+		}
+	}
+	if lossy == 0 {
+		t.Fatal("no path with loss in 200")
 	}
 }
