@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,9 @@ var targets = []target{
 		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P50 }, C2RP50OverFloorMs)
 	}},
 	{"capture to received p95", fmt.Sprintf("≤ floor + %g ms", C2RP95OverFloorMs), func(r Run, _ *Run) judgement {
+		if why, ok := retransmitHeld(r); ok {
+			return na(why)
+		}
 		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P95 }, C2RP95OverFloorMs)
 	}},
 	{"utilization", fmt.Sprintf("≥ %.0f%% where the top rung can fill the link (with random loss, of what a backlogged sender's transport carried)", 100*UtilizationMin), judgeUtilization},
@@ -138,6 +142,44 @@ func judgeC2R(r Run, pick func(metrics.Percentiles) float64, over float64) judge
 	}
 	v, limit := pick(*r.CaptureToReceivedMs), *r.FloorMs+over
 	return judged(v <= limit, fmtMs(v), "≤ "+fmtMs(limit), fmtMiss(v-limit))
+}
+
+// retransmitShare is the share of the frames, at least, that random loss
+// makes wait for a retransmission beyond which the p95 target is not
+// judged: the p95 is then one of them.
+const retransmitShare = 0.05
+
+// retransmitHeld says why the p95 target does not apply to r, if it does
+// not: the path loses packets at random, the transport delivers in order
+// (TCP, and QUIC's one media stream), its round trip is longer than the
+// target allows over the floor, and at least retransmitShare of the time
+// lies within a round trip after a lost packet. A reliable, in-order
+// transport holds every frame sent in that time until the retransmission
+// arrives, at least a round trip late, whatever the sender does. The
+// packet rate is the link's use in 1500-byte packets (the largest, so the
+// share is if anything too low): lost packets come at loss × that rate, and
+// the share of the time within a round trip after one is
+// 1 − exp(−rate × round trip).
+func retransmitHeld(r Run) (string, bool) {
+	l, ok := linkUse(r)
+	rtt := r.RTTMs
+	for _, st := range r.Steps {
+		if st.RTTMs > 0 {
+			rtt = min(rtt, st.RTTMs)
+		}
+	}
+	if tr := transportName(r); tr != "tcp" && tr != "quic" {
+		return "", false // RTP over UDP holds no frame for another's packet
+	}
+	if !(r.Loss > 0) || !ok || rtt < C2RP95OverFloorMs {
+		return "", false
+	}
+	pps := l * meanRate(r) / (8 * 1500)
+	share := 1 - math.Exp(-r.Loss*pps*rtt/1000)
+	if share < retransmitShare {
+		return "", false
+	}
+	return fmt.Sprintf("%s loss: %.0f%% of the time lies within a round trip (%s) of a lost packet (%.0f packets a second), whose retransmission holds the frames sent then", fmtLoss(r.Loss), 100*share, fmtMs(rtt), pps), true
 }
 
 // fmtMiss formats a miss in milliseconds, "< 0.01 ms" for one too small

@@ -357,3 +357,45 @@ func TestLossHeld(t *testing.T) {
 		t.Errorf("default without loss, an empty bottleneck queue: %q (verdict %d)", j.cell, j.verdict)
 	}
 }
+
+// TestRetransmitHeld checks that the p95 target is not judged where random
+// loss makes a reliable transport hold at least a twentieth of the frames
+// for a retransmission a round trip (over the target's 80 ms) late, and is
+// judged wherever one of those conditions fails.
+func TestRetransmitHeld(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	i := slices.IndexFunc(targets, func(tg target) bool { return tg.name == "capture to received p95" })
+	for _, tc := range []struct {
+		name   string
+		change func(r *Run)
+		want   verdict
+		cell   string
+	}{
+		// 4.2% of 19.9 Mb/s in 1500-byte packets: 70 a second, 0.7 lost.
+		{"held", nil, notApplicable, "n/a: 1% loss: 10% of the time lies within a round trip (147 ms) of a lost packet (70 packets a second), whose retransmission holds the frames sent then"},
+		{"no loss", func(r *Run) { r.Loss = 0 }, missed, "148 ms over the floor (≤ 80 ms) missed by 68 ms"},
+		{"too few losses", func(r *Run) { r.Loss = 0.004 }, missed, "missed by 68 ms"},
+		{"a round trip the target allows", func(r *Run) { r.RTTMs = 60 }, missed, "missed by 68 ms"},
+		{"a round trip that steps down", func(r *Run) {
+			r.Schedule, r.Steps = "20s=/60ms", []Step{{AtS: 20, Change: StepRTT, RTTMs: 60}}
+		}, missed, "missed by 68 ms"},
+		{"RTP, which holds no frame for another's packet", func(r *Run) { r.Transport = "webrtc" }, missed, "missed by 68 ms"},
+		{"QUIC", func(r *Run) { r.Transport = "quic" }, notApplicable, "n/a: 1% loss"},
+		{"the link's use unknown", func(r *Run) { r.LinkUtilization = nil }, missed, "missed by 68 ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := targetRuns()
+			r.Schedule, r.Steps, r.RecoveryS = "", nil, nil
+			r.RateBps, r.RTTMs, r.Loss = 19_900_000, 147, 0.01
+			r.Utilization, r.GoodputBps, r.LinkUtilization = 0.039, 0.039*19.9e6, f(0.042)
+			r.OverFloorMs = pctPtr(33, 148, 200)
+			if tc.change != nil {
+				tc.change(&r)
+			}
+			j := targets[i].judge(r, nil)
+			if j.verdict != tc.want || !strings.Contains(j.cell, tc.cell) {
+				t.Errorf("%q (verdict %d), want %q (verdict %d)", j.cell, j.verdict, tc.cell, tc.want)
+			}
+		})
+	}
+}
