@@ -261,8 +261,8 @@ func judgeUtilization(r Run, def *Run) judgement {
 	}
 	if held, ok := lossHeld(r, def); ok && known && !ladderBelow(r, held) {
 		share := l / held
-		j := judged(share >= UtilizationMin, fmt.Sprintf("%.0f%% of a backlogged sender's link use", 100*share),
-			fmt.Sprintf("≥ %.0f%%", 100*UtilizationMin), fmt.Sprintf("%.0f points", 100*(UtilizationMin-share)))
+		j := judged(share >= UtilizationMin, fmt.Sprintf("%.1f%% of a backlogged sender's link use", 100*share),
+			fmt.Sprintf("≥ %.0f%%", 100*UtilizationMin), fmt.Sprintf("%.1f points", 100*(UtilizationMin-share)))
 		j.cell += fmt.Sprintf(": at %s loss its transport carried %.1f%% of the link, this run %.1f%%; utilization %.1f%%", fmtLoss(r.Loss), 100*held, 100*l, 100*u)
 		return j
 	}
@@ -300,11 +300,19 @@ func judgeUtilization(r Run, def *Run) judgement {
 // carries about 1 Mb/s at 1% loss and 150 ms, whatever the link), so
 // that the link's rate is out of reach for any sender over it.
 func lossHeld(r Run, def *Run) (float64, bool) {
-	if !(r.Loss > 0) || def == nil || def.SerializationMs == nil {
+	if !(r.Loss > 0) || def == nil {
 		return 0, false
 	}
 	held, ok := linkUse(*def)
-	waited := def.SourceDelayMs.P50 > SourceDelayFactor**def.SerializationMs+SourceDelaySlackMs
+	var waited bool
+	switch {
+	case def.Frames == 0 && !finite(def.SourceDelayMs.P50):
+		// None of the window's frames left the host before the run
+		// ended: all of them waited, behind what was written before.
+		waited = true
+	case def.SerializationMs != nil:
+		waited = def.SourceDelayMs.P50 > SourceDelayFactor**def.SerializationMs+SourceDelaySlackMs
+	}
 	if !ok || !(held > 0) || held >= UtilizationMin || !waited {
 		return 0, false
 	}
@@ -415,6 +423,9 @@ func judgeStep(r Run, i int, st Step) judgement {
 func judgeDefault(r Run, def *Run) judgement {
 	if def == nil {
 		return na("no default run on this path")
+	}
+	if _, held := lossHeld(r, def); held && def.Frames == 0 && !finite(def.SourceDelayMs.P50) {
+		return judgement{met, "none of default's frames of the window left the host before the run ended (" + fmt.Sprintf("≥ %g×", DefaultFactor) + ") met"}
 	}
 	if def.SerializationMs == nil {
 		return needs("serialization_ms of default")

@@ -309,14 +309,20 @@ func TestLossHeld(t *testing.T) {
 		drain  verdict
 	}{
 		{"met", nil, met,
-			"93% of a backlogged sender's link use (≥ 90%) met: at 1% loss its transport carried 4.5% of the link, this run 4.2%; utilization 3.9%", notApplicable},
+			"93.3% of a backlogged sender's link use (≥ 90%) met: at 1% loss its transport carried 4.5% of the link, this run 4.2%; utilization 3.9%", notApplicable},
 		{"missed", func(r, _ *Run) { r.LinkUtilization = f(0.03) }, missed,
-			"67% of a backlogged sender's link use (≥ 90%) missed by 23 points: at 1% loss its transport carried 4.5% of the link, this run 3.0%; utilization 3.9%", notApplicable},
+			"66.7% of a backlogged sender's link use (≥ 90%) missed by 23.3 points: at 1% loss its transport carried 4.5% of the link, this run 3.0%; utilization 3.9%", notApplicable},
 		{"no loss", func(r, d *Run) { r.Loss, d.Loss = 0, 0 }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
 		{"no default run", func(_, d *Run) { d.ID = "" }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
 		{"default filled the link", func(_, d *Run) { d.LinkUtilization = f(0.95) }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
 		{"default's frames did not wait", func(_, d *Run) { d.SourceDelayMs.P50 = 40 }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
 		{"default's serialization unknown", func(_, d *Run) { d.SerializationMs = nil }, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"none of default's frames left the host", func(_, d *Run) {
+			d.SerializationMs, d.Frames, d.SourceDelayMs.P50 = nil, 0, math.NaN()
+		}, met, "93.3% of a backlogged sender's link use (≥ 90%) met: at 1% loss its transport carried 4.5% of the link, this run 4.2%; utilization 3.9%", notApplicable},
+		{"default's frames unknown, some received", func(_, d *Run) {
+			d.SerializationMs, d.Frames, d.SourceDelayMs.P50 = nil, 100, math.NaN()
+		}, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
 		{"the ladder below what the loss leaves", func(r, _ *Run) { r.Ceiling.MaxBps = 300e3 }, notApplicable,
 			"n/a: ladder-limited, 1280x720 sends at most its Max, 300 kb/s (4% of the link; utilization 4%); link 4.2%", notApplicable},
 	} {
@@ -351,6 +357,10 @@ func TestLossHeld(t *testing.T) {
 	def.SourceDelayMs.P50 = 5000
 	if j := judgeDefault(rep, &def); j.verdict != met || j.cell != "50000× (≥ 10×) met" {
 		t.Errorf("default held by the loss: %q (verdict %d)", j.cell, j.verdict)
+	}
+	def.SerializationMs, def.Frames, def.SourceDelayMs.P50 = nil, 0, math.NaN()
+	if j := judgeDefault(rep, &def); j.verdict != met || !strings.HasPrefix(j.cell, "none of default's frames") {
+		t.Errorf("none of default's frames left the host: %q (verdict %d)", j.cell, j.verdict)
 	}
 	rep.Loss, def.Loss = 0, 0
 	if j := judgeDefault(rep, &def); j.verdict != notApplicable {
