@@ -294,8 +294,9 @@ func judgeUtilization(r Run, def *Run) judgement {
 // packets at random, and default, which writes at the link's rate, used
 // less than UtilizationMin of the link while its frames waited in its
 // socket (its source delay p50 above SourceDelayFactor times its own
-// serialization plus SourceDelaySlackMs). Its transport was then
-// backlogged all along and carried what the loss left: a loss-based
+// serialization plus SourceDelaySlackMs), and its top rung could send
+// more than UtilizationMin's worth beyond what it carried. Its transport
+// was then backlogged all along and carried what the loss left: a loss-based
 // congestion control's window shrinks with every random loss (CUBIC
 // carries about 1 Mb/s at 1% loss and 150 ms, whatever the link), so
 // that the link's rate is out of reach for any sender over it.
@@ -314,6 +315,12 @@ func lossHeld(r Run, def *Run) (float64, bool) {
 		waited = def.SourceDelayMs.P50 > SourceDelayFactor**def.SerializationMs+SourceDelaySlackMs
 	}
 	if !ok || !(held > 0) || held >= UtilizationMin || !waited {
+		return 0, false
+	}
+	if most, _, _, known := def.Ceiling.limit(); known && most <= held*meanRate(*def)/UtilizationMin {
+		// Default could write little more than it carried: its own top
+		// rung, not its transport, held it (26.5 Mb/s with 0.5% loss:
+		// 78% of the link, 1280x720's Max and its packets).
 		return 0, false
 	}
 	return held, true
@@ -359,7 +366,7 @@ func judgeDrainRatio(r Run, def *Run) judgement {
 // judgeRecovery judges each step of the run's schedule that has a target
 // (a fall or a rise of the rate); the run meets the target when it meets
 // it at every such step.
-func judgeRecovery(r Run, _ *Run) judgement {
+func judgeRecovery(r Run, def *Run) judgement {
 	switch {
 	case r.Schedule == "":
 		return na("no step")
@@ -370,8 +377,14 @@ func judgeRecovery(r Run, _ *Run) judgement {
 	}
 	var cells, skipped []string
 	v := notApplicable
+	_, held := lossHeld(r, def)
 	for i, st := range r.Steps {
 		j := judgeStep(r, i, st)
+		if held && st.Change == StepRateRise {
+			// Utilization back at 90% of a link the loss keeps the
+			// transport far below.
+			j = judgement{notApplicable, fmt.Sprintf("rise: %s loss holds the transport below the link (see utilization)", fmtLoss(r.Loss))}
+		}
 		if j.verdict == notApplicable {
 			skipped = append(skipped, j.cell)
 			continue

@@ -323,6 +323,10 @@ func TestLossHeld(t *testing.T) {
 		{"default's frames unknown, some received", func(_, d *Run) {
 			d.SerializationMs, d.Frames, d.SourceDelayMs.P50 = nil, 100, math.NaN()
 		}, missed, "3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"default's own top rung below what it would have written", func(_, d *Run) { d.Ceiling.MaxBps = 370e3 }, missed,
+			"3.9% (≥ 90%) missed by 86.1 points; link 4.2%", missed},
+		{"default's top rung above it", func(_, d *Run) { d.Ceiling.MaxBps = 380e3 }, met,
+			"93.3% of a backlogged sender's link use (≥ 90%) met: at 1% loss its transport carried 4.5% of the link, this run 4.2%; utilization 3.9%", notApplicable},
 		{"the ladder below what the loss leaves", func(r, _ *Run) { r.Ceiling.MaxBps = 300e3 }, notApplicable,
 			"n/a: ladder-limited, 1280x720 sends at most its Max, 300 kb/s (4% of the link; utilization 4%); link 4.2%", notApplicable},
 	} {
@@ -334,6 +338,8 @@ func TestLossHeld(t *testing.T) {
 			rep.DrainRatio = &metrics.Percentiles{P50: 0.07, P95: 0.1, N: 100}
 			def.LinkUtilization = f(0.045)
 			def.SourceDelayMs.P50 = 5000 // over 1.2 × 40 + 5 ms: its frames waited
+			c := *def.Ceiling
+			def.Ceiling = &c
 			if tc.change != nil {
 				tc.change(&rep, &def)
 			}
@@ -361,6 +367,23 @@ func TestLossHeld(t *testing.T) {
 	def.SerializationMs, def.Frames, def.SourceDelayMs.P50 = nil, 0, math.NaN()
 	if j := judgeDefault(rep, &def); j.verdict != met || !strings.HasPrefix(j.cell, "none of default's frames") {
 		t.Errorf("none of default's frames left the host: %q (verdict %d)", j.cell, j.verdict)
+	}
+	// A rise the loss keeps the transport from filling: not judged; a
+	// fall still is.
+	rise, _ := targetRuns()
+	rise.Loss, rise.LinkUtilization = 0.01, f(0.042)
+	rise.Steps[0].Change, rise.RecoveryS = StepRateRise, []*float64{nil}
+	riseDef := def
+	riseDef.Loss, riseDef.SourceDelayMs.P50, riseDef.SerializationMs = 0.01, 5000, f(40)
+	if j := judgeRecovery(rise, &riseDef); j.verdict != notApplicable || !strings.Contains(j.cell, "1% loss holds the transport") {
+		t.Errorf("a rise held by the loss: %q (verdict %d)", j.cell, j.verdict)
+	}
+	if j := judgeRecovery(rise, nil); j.verdict != missed {
+		t.Errorf("a rise without default's yardstick: %q (verdict %d)", j.cell, j.verdict)
+	}
+	rise.Steps[0].Change, rise.RecoveryS = StepRateFall, []*float64{f(3)}
+	if j := judgeRecovery(rise, &riseDef); j.verdict != missed {
+		t.Errorf("a fall with loss: %q (verdict %d)", j.cell, j.verdict)
 	}
 	rep.Loss, def.Loss = 0, 0
 	if j := judgeDefault(rep, &def); j.verdict != notApplicable {
