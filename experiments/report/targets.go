@@ -161,15 +161,15 @@ const retransmitShare = 0.05
 // the share of the time within a round trip after one is
 // 1 − exp(−rate × round trip).
 func retransmitHeld(r Run) (string, bool) {
+	if tr := transportName(r); tr != "tcp" && tr != "quic" {
+		return "", false // RTP over UDP holds no frame for another's packet
+	}
 	l, ok := linkUse(r)
 	rtt := r.RTTMs
 	for _, st := range r.Steps {
 		if st.RTTMs > 0 {
 			rtt = min(rtt, st.RTTMs)
 		}
-	}
-	if tr := transportName(r); tr != "tcp" && tr != "quic" {
-		return "", false // RTP over UDP holds no frame for another's packet
 	}
 	if !(r.Loss > 0) || !ok || rtt < C2RP95OverFloorMs {
 		return "", false
@@ -307,9 +307,7 @@ func lossHeld(r Run, def *Run) (float64, bool) {
 	held, ok := linkUse(*def)
 	var waited bool
 	switch {
-	case def.Frames == 0 && !finite(def.SourceDelayMs.P50):
-		// None of the window's frames left the host before the run
-		// ended: all of them waited, behind what was written before.
+	case noneLeft(*def):
 		waited = true
 	case def.SerializationMs != nil:
 		waited = def.SourceDelayMs.P50 > SourceDelayFactor**def.SerializationMs+SourceDelaySlackMs
@@ -325,6 +323,11 @@ func lossHeld(r Run, def *Run) (float64, bool) {
 	}
 	return held, true
 }
+
+// noneLeft reports that none of r's frames of the window left the host
+// before the run ended (no source delay, no frame received): all of them
+// waited, behind what was written before.
+func noneLeft(r Run) bool { return r.Frames == 0 && !finite(r.SourceDelayMs.P50) }
 
 // ladderBelow reports whether the top rung sends less than UtilizationMin
 // of what the loss leaves of the link (held, a share of it): the ladder,
@@ -379,11 +382,13 @@ func judgeRecovery(r Run, def *Run) judgement {
 	v := notApplicable
 	_, held := lossHeld(r, def)
 	for i, st := range r.Steps {
-		j := judgeStep(r, i, st)
+		var j judgement
 		if held && st.Change == StepRateRise {
 			// Utilization back at 90% of a link the loss keeps the
 			// transport far below.
 			j = judgement{notApplicable, fmt.Sprintf("rise: %s loss holds the transport below the link (see utilization)", fmtLoss(r.Loss))}
+		} else {
+			j = judgeStep(r, i, st)
 		}
 		if j.verdict == notApplicable {
 			skipped = append(skipped, j.cell)
@@ -437,8 +442,9 @@ func judgeDefault(r Run, def *Run) judgement {
 	if def == nil {
 		return na("no default run on this path")
 	}
-	if _, held := lossHeld(r, def); held && def.Frames == 0 && !finite(def.SourceDelayMs.P50) {
-		return judgement{met, "none of default's frames of the window left the host before the run ended (" + fmt.Sprintf("≥ %g×", DefaultFactor) + ") met"}
+	_, held := lossHeld(r, def)
+	if held && noneLeft(*def) {
+		return judgement{met, fmt.Sprintf("none of default's frames of the window left the host before the run ended (≥ %g×) met", DefaultFactor)}
 	}
 	if def.SerializationMs == nil {
 		return needs("serialization_ms of default")
@@ -447,7 +453,7 @@ func judgeDefault(r Run, def *Run) judgement {
 	if !finite(q) {
 		return na("default's bottleneck queue unknown")
 	}
-	if _, held := lossHeld(r, def); q <= over && !held {
+	if q <= over && !held {
 		return na("default does not overfill (queue p50 " + fmtMs(q) + " ≤ " + fmtMs(over) + ")")
 	}
 	d, s := def.SourceDelayMs.P50, r.SourceDelayMs.P50
