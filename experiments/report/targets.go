@@ -46,9 +46,10 @@ const (
 	// of the last packet of a median frame sent as one burst) plus
 	// OverfillMarginMs (what the targets allow a managed sender to
 	// queue), a standing queue that only a sender offering more than the
-	// link carries can build; or where it overfills a transport that
-	// random loss holds below the link (see lossHeld), whose backlog
-	// stands in default's socket instead.
+	// link carries can build; or where its frames waited in its own
+	// socket (see waitedInSocket): a transport that paces at the
+	// bottleneck's rate (BBR) or that random loss holds below the link
+	// (see lossHeld) keeps default's excess there instead.
 	DefaultFactor    = 10.0
 	OverfillMarginMs = 25.0
 )
@@ -305,14 +306,7 @@ func lossHeld(r Run, def *Run) (float64, bool) {
 		return 0, false
 	}
 	held, ok := linkUse(*def)
-	var waited bool
-	switch {
-	case noneLeft(*def):
-		waited = true
-	case def.SerializationMs != nil:
-		waited = def.SourceDelayMs.P50 > SourceDelayFactor**def.SerializationMs+SourceDelaySlackMs
-	}
-	if !ok || !(held > 0) || held >= UtilizationMin || !waited {
+	if !ok || !(held > 0) || held >= UtilizationMin || !waitedInSocket(*def) {
 		return 0, false
 	}
 	if most, _, _, known := def.Ceiling.limit(); known && most <= held*meanRate(*def)/UtilizationMin {
@@ -322,6 +316,22 @@ func lossHeld(r Run, def *Run) (float64, bool) {
 		return 0, false
 	}
 	return held, true
+}
+
+// waitedInSocket reports that r's frames waited in its own socket: its
+// source delay p50 above SourceDelayFactor times its serialization plus
+// SourceDelaySlackMs (the bound the targets set a managed sender), or none
+// of the window's frames left the host. A sender that writes every frame
+// as produced builds that wait only by offering more than its transport
+// carries.
+func waitedInSocket(r Run) bool {
+	switch {
+	case noneLeft(r):
+		return true
+	case r.SerializationMs != nil:
+		return r.SourceDelayMs.P50 > SourceDelayFactor**r.SerializationMs+SourceDelaySlackMs
+	}
+	return false
 }
 
 // noneLeft reports that none of r's frames of the window left the host
@@ -442,8 +452,7 @@ func judgeDefault(r Run, def *Run) judgement {
 	if def == nil {
 		return na("no default run on this path")
 	}
-	_, held := lossHeld(r, def)
-	if held && noneLeft(*def) {
+	if noneLeft(*def) {
 		return judgement{met, fmt.Sprintf("none of default's frames of the window left the host before the run ended (≥ %g×) met", DefaultFactor)}
 	}
 	if def.SerializationMs == nil {
@@ -453,8 +462,8 @@ func judgeDefault(r Run, def *Run) judgement {
 	if !finite(q) {
 		return na("default's bottleneck queue unknown")
 	}
-	if q <= over && !held {
-		return na("default does not overfill (queue p50 " + fmtMs(q) + " ≤ " + fmtMs(over) + ")")
+	if q <= over && !waitedInSocket(*def) {
+		return na("default does not overfill (queue p50 " + fmtMs(q) + " ≤ " + fmtMs(over) + ", source delay p50 " + fmtMs(def.SourceDelayMs.P50) + ")")
 	}
 	d, s := def.SourceDelayMs.P50, r.SourceDelayMs.P50
 	if !finite(d) || !finite(s) || s <= 0 {

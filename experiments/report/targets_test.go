@@ -134,7 +134,13 @@ func TestTargets(t *testing.T) {
 		{"default's source delay p50", "missed", func(_, d *Run) { d.SourceDelayMs.P50 = 0.5 }, missed, "5.0× (≥ 10×) missed by 2.0×"},
 		{"default's source delay p50", "default does not overfill", func(_, d *Run) {
 			d.SourceDelayMs.P50, d.BottleneckQueueMs.P50 = 0.5, 65 // not over 40 + 25 ms
-		}, notApplicable, "n/a: default does not overfill (queue p50 65 ms ≤ 65 ms)"},
+		}, notApplicable, "n/a: default does not overfill (queue p50 65 ms ≤ 65 ms, source delay p50 0.50 ms)"},
+		{"default's source delay p50", "default's frames wait in its socket", func(_, d *Run) {
+			d.SourceDelayMs.P50, d.BottleneckQueueMs.P50 = 60, 20 // over 1.2 × 40 + 5 ms: its excess stands in the socket, not the bottleneck
+		}, met, "600× (≥ 10×) met"},
+		{"default's source delay p50", "default's frames wait no more than their serialization", func(_, d *Run) {
+			d.SourceDelayMs.P50, d.BottleneckQueueMs.P50 = 53, 20
+		}, notApplicable, "n/a: default does not overfill (queue p50 20 ms ≤ 65 ms, source delay p50 53 ms)"},
 		{"default's source delay p50", "no default run", nil, notApplicable, "n/a: no default run on this path"},
 	}
 	for _, c := range tests {
@@ -392,9 +398,12 @@ func TestLossHeld(t *testing.T) {
 	if j := judgeRecovery(rise, &riseDef); j.verdict != missed {
 		t.Errorf("a fall with loss: %q (verdict %d)", j.cell, j.verdict)
 	}
+	// Without loss too: frames that never left the host were held by
+	// default's own backlog (BBR paces its window at the bottleneck's
+	// rate and keeps that bottleneck's queue short).
 	rep.Loss, def.Loss = 0, 0
-	if j := judgeDefault(rep, &def); j.verdict != notApplicable {
-		t.Errorf("default without loss, an empty bottleneck queue: %q (verdict %d)", j.cell, j.verdict)
+	if j := judgeDefault(rep, &def); j.verdict != met || !strings.HasPrefix(j.cell, "none of default's frames") {
+		t.Errorf("default without loss, none of its frames left the host: %q (verdict %d)", j.cell, j.verdict)
 	}
 }
 
