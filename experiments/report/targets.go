@@ -96,13 +96,10 @@ type target struct {
 var targets = []target{
 	{"source delay p50", fmt.Sprintf("≤ %g × serialization + %g ms", SourceDelayFactor, SourceDelaySlackMs), judgeSourceDelay},
 	{"capture to received p50", fmt.Sprintf("≤ floor + %g ms", C2RP50OverFloorMs), func(r Run, _ *Run) judgement {
-		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P50 }, C2RP50OverFloorMs)
+		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P50 }, C2RP50OverFloorMs, retransmitShareP50)
 	}},
 	{"capture to received p95", fmt.Sprintf("≤ floor + %g ms", C2RP95OverFloorMs), func(r Run, _ *Run) judgement {
-		if why, ok := retransmitHeld(r); ok {
-			return na(why)
-		}
-		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P95 }, C2RP95OverFloorMs)
+		return judgeC2R(r, func(p metrics.Percentiles) float64 { return p.P95 }, C2RP95OverFloorMs, retransmitShareP95)
 	}},
 	{"utilization", fmt.Sprintf("≥ %.0f%% where the top rung can fill the link (with random loss, of what a backlogged sender's transport carried)", 100*UtilizationMin), judgeUtilization},
 	{"drain ratio p50", fmt.Sprintf("%g to %g", DrainRatioMin, DrainRatioMax), judgeDrainRatio},
@@ -129,8 +126,12 @@ func judgeSourceDelay(r Run, _ *Run) judgement {
 // judgeC2R judges the percentile pick of capture to received against
 // the floor plus over: each frame's over the floor on the path when it
 // was captured (over_floor_ms), or, in results written before it,
-// capture to received against floor_ms.
-func judgeC2R(r Run, pick func(metrics.Percentiles) float64, over float64) judgement {
+// capture to received against floor_ms. It is n/a where retransmissions
+// hold share of the frames past it (see retransmitHeld).
+func judgeC2R(r Run, pick func(metrics.Percentiles) float64, over, share float64) judgement {
+	if why, ok := retransmitHeld(r, over, share); ok {
+		return na(why)
+	}
 	if r.FloorMs == nil {
 		return needs("floor_ms")
 	}
@@ -145,23 +146,30 @@ func judgeC2R(r Run, pick func(metrics.Percentiles) float64, over float64) judge
 	return judged(v <= limit, fmtMs(v), "≤ "+fmtMs(limit), fmtMiss(v-limit))
 }
 
-// retransmitShare is the share of the frames, at least, that random loss
-// makes wait for a retransmission beyond which the p95 target is not
-// judged: the p95 is then one of them.
-const retransmitShare = 0.05
+// A retransmission holds, in a transport that delivers in order, every
+// frame sent after the lost packet until it arrives: a round trip late at
+// the soonest (the losses are seen by the ACKs of later packets; a lost
+// tail waits longer, for a probe), so a frame sent x after it waits a
+// round trip less x beyond its floor at least. Where at least a share of
+// the frames is sent within a round trip less what a percentile's target
+// allows over the floor after a lost packet, that percentile is one of
+// them whatever the sender does: the p95 from a twentieth of them, the
+// p50 from half.
+const (
+	retransmitShareP95 = 0.05
+	retransmitShareP50 = 0.5
+)
 
-// retransmitHeld says why the p95 target does not apply to r, if it does
-// not: the path loses packets at random, the transport delivers in order
-// (TCP, and QUIC's one media stream), its round trip is longer than the
-// target allows over the floor, and at least retransmitShare of the time
-// lies within a round trip after a lost packet. A reliable, in-order
-// transport holds every frame sent in that time until the retransmission
-// arrives, at least a round trip late, whatever the sender does. The
-// packet rate is the link's use in 1500-byte packets (the largest, so the
-// share is if anything too low): lost packets come at loss × that rate, and
-// the share of the time within a round trip after one is
-// 1 − exp(−rate × round trip).
-func retransmitHeld(r Run) (string, bool) {
+// retransmitHeld says why the target of the percentile that allows over
+// ms above the floor to all but share of the frames does not apply to r,
+// if it does not: the path loses packets at random, the transport
+// delivers in order (TCP, and QUIC's one media stream), and at least
+// share of the time lies within the round trip less over after a lost
+// packet. The packet rate is the link's use in 1500-byte packets (the
+// largest, so the share is if anything too low): lost packets come at
+// loss × that rate, and the share of the time within d after one is
+// 1 − exp(−rate × d).
+func retransmitHeld(r Run, over, share float64) (string, bool) {
 	if tr := transportName(r); tr != "tcp" && tr != "quic" {
 		return "", false // RTP over UDP holds no frame for another's packet
 	}
@@ -172,15 +180,15 @@ func retransmitHeld(r Run) (string, bool) {
 			rtt = min(rtt, st.RTTMs)
 		}
 	}
-	if !(r.Loss > 0) || !ok || rtt < C2RP95OverFloorMs {
+	if !(r.Loss > 0) || !ok || rtt <= over {
 		return "", false
 	}
 	pps := l * meanRate(r) / (8 * 1500)
-	share := 1 - math.Exp(-r.Loss*pps*rtt/1000)
-	if share < retransmitShare {
+	held := 1 - math.Exp(-r.Loss*pps*(rtt-over)/1000)
+	if held < share {
 		return "", false
 	}
-	return fmt.Sprintf("%s loss: %.0f%% of the time lies within a round trip (%s) of a lost packet (%.0f packets a second), whose retransmission holds the frames sent then", fmtLoss(r.Loss), 100*share, fmtMs(rtt), pps), true
+	return fmt.Sprintf("%s loss: %.0f%% of the time lies within %s (the round trip, %s, less the %s allowed) after a lost packet (%.0f packets a second), whose retransmission holds the frames sent then past the target", fmtLoss(r.Loss), 100*held, fmtMs(rtt-over), fmtMs(rtt), fmtMs(over), pps), true
 }
 
 // fmtMiss formats a miss in milliseconds, "< 0.01 ms" for one too small
