@@ -29,6 +29,7 @@ type overflowed struct {
 	capacity   rate.Bitrate // the capacity when it began
 	end        time.Time    // the update after its cut (zero while it lasts)
 	at         time.Time    // when a probe last lost packets
+	before     time.Time    // and before this watch began
 	// The packets sent and lost while cruising, outside any watch: the
 	// path's random loss, which a cruise below the capacity shows and a
 	// probe's overflow does not (halved past quietMax), and the counts
@@ -57,8 +58,14 @@ const (
 // watchOverflow follows the probes: it judges each while it lasts and for
 // overflowTail feedback delays after the cut that ends it (a segment
 // dropped before the cut acted is declared lost about a round trip later),
-// unless that cut took the capacity below overflowKept of what it was when
-// the probe began: the path slowed, and the losses are that step's. (Not
+// unless that cut or one in the tail took the capacity below overflowKept
+// of what it was when the probe began: the path slowed, and the losses are
+// that step's, even those already taken for the probe's. (A halving's
+// first cuts can keep the capacity, taking its fast-growing queue for a
+// burst: at 500 kb/s and 40 ms, halved during a probe, the losses declared
+// before the third cut found 200 kb/s held every probe for the next 30 s
+// to a few percent over the drain rate, the stream's own at 160x90, and the
+// stream used 45% of the 250 kb/s for the rest of the run.) (Not
 // of the capacity at the probe's end: the probe's own rate, sent without a
 // queue, raises it on the way, and at 6.3 Mb/s and 230 ms a cut from
 // there to the drain rate, 17% lower, took a probe that had lost 40
@@ -80,13 +87,16 @@ func (c *Controller) watchOverflow(o Observation) {
 	switch {
 	case c.phase == probing:
 		if !w.on {
-			w.on, w.lost, w.sent, w.capacity = true, o.Lost, o.Sent, c.capacity
+			w.on, w.lost, w.sent, w.capacity, w.before = true, o.Lost, o.Sent, c.capacity, w.at
 		}
 		w.end = time.Time{}
 	case !w.on:
 		return
-	case w.end.IsZero() && c.capacity < w.capacity.Scale(overflowKept):
-		w.on = false // the cut found a slower path
+	case c.capacity < w.capacity.Scale(overflowKept):
+		// A cut found a slower path, the probe's or one in its tail
+		// (a halving's first cuts may take its queue for a burst and
+		// keep the capacity): what was lost is the step's.
+		w.on, w.at = false, w.before
 		return
 	case w.end.IsZero():
 		w.end = o.Now

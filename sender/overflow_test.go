@@ -112,6 +112,15 @@ func TestWatchOverflow(t *testing.T) {
 		{"lost while probing", append(probe[:2:2], step{400 * time.Millisecond, probing, 4.3, 6}), 0, true},
 		{"lost after a cut that kept the capacity", append(probe, cut(4.1, 6, fb)...), 0, true},
 		{"lost after a cut that found a slower path", append(probe, cut(2.2, 6, fb)...), 0, false},
+		// A halving during a probe: its first cut took the queue for a
+		// burst and kept the capacity, the next found the slower path.
+		{"lost after a cut that kept the capacity, then a slower path", append(probe, append(cut(4.1, 6, fb),
+			step{500*time.Millisecond + 3*fb/2, recovering, 2.2, 6})...), 0, false},
+		// An earlier probe's overflow stands when a later probe's cut
+		// finds a slower path.
+		{"an earlier probe's overflow, then a slower path", append(append(probe[:2:2], step{400 * time.Millisecond, probing, 4.3, 6}),
+			step{500 * time.Millisecond, recovering, 4.1, 6}, step{500*time.Millisecond + overflowTail*fb + 50*time.Millisecond, recovering, 4.1, 6},
+			step{1500 * time.Millisecond, cruising, 4.1, 6}, step{2 * time.Second, probing, 4.1, 6}, step{2500 * time.Millisecond, recovering, 2.2, 6}), 0, true},
 		// The probe's own rate, sent without a queue, raised the
 		// capacity as it went; the cut takes it back to about where the
 		// probe began, not to a slower path.
