@@ -409,8 +409,10 @@ func TestLossHeld(t *testing.T) {
 
 // TestRetransmitHeld checks that the p95 target is not judged where random
 // loss makes a reliable transport hold at least a twentieth of the frames
-// for a retransmission a round trip (over the target's 80 ms) late, and is
-// judged wherever one of those conditions fails.
+// for a retransmission, sent within the round trip less the target's 80 ms
+// after a lost packet, nor the p50 where it holds half of them within the
+// round trip less 25 ms; and that each is judged wherever one of those
+// conditions fails.
 func TestRetransmitHeld(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	const p50, p95 = "capture to received p50", "capture to received p95"
