@@ -38,6 +38,9 @@ const (
 	refWindow    = 4 * time.Second        // the window of the self term (and of the kept round trips)
 	envelope     = 100 * time.Millisecond // the shortest window of the round trip's lower envelope
 	selfRank     = 20                     // the percentile of the smoothed RTT taken as the frames' own queueing
+	selfPackets  = 2                      // frames of up to this many segments have their own queueing scaled in full
+	selfGrown    = 1.15                   // frames this much larger than a round trip's are larger by more than their noise
+	selfScale    = 2                      // the most a round trip's own queueing is scaled to today's frame size
 	shiftCuts    = 2                      // cuts without effect before the base round trip moves
 	shiftTime    = 2 * time.Second        // over at least this long
 	shiftFb      = 6                      // and this many feedback delays
@@ -119,7 +122,8 @@ func (p phase) String() string {
 // (MinRTT, plus a shift learned when the round trip rises for good), less
 // the self term (the frames' own
 // serialization: the selfRank percentile of the smoothed RTT over
-// refWindow above the base, at most one average frame at the capacity).
+// refWindow above the base, each counted at the frames' size now, at most
+// one average frame at the capacity).
 // The slope: the smoothed RTT's trend, over slopeWindow or since the
 // excess last was below the band (see band). The feedback delay: a round trip plus the
 // time the kernel's smoothing (an eighth per ACK) takes to follow, at
@@ -337,6 +341,7 @@ type Controller struct {
 	excessNow time.Duration // the excess the last update read
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
 	lastSize  int           // bytes written for the frame before, 0 after a keyframe
+	plainAvg  float64       // bytes written per frame, keyframes aside, averaged
 	low, high time.Duration // the congestion band, see band
 	cuts      int           // cuts in the series since firstCut (see shifted)
 	dipped    bool          // the excess fell below the band's top since the last cut
@@ -355,14 +360,15 @@ type Controller struct {
 	plan                      drainPlan // the drain of a probe's overshoot
 
 	waits   frameWaits
-	rtts    []sample // (time, smoothed RTT)
+	rtts    []sample // (time, smoothed RTT, plainAvg)
 	scratch []time.Duration
 	sent    []written
 }
 
 type sample struct {
-	t time.Time
-	v float64
+	t    time.Time
+	v    float64
+	size float64 // bytes written per frame, keyframes aside, averaged (plainAvg) when taken
 }
 
 func (s sample) at() time.Time { return s.t }
@@ -625,6 +631,10 @@ func (c *Controller) account(o Observation, dt time.Duration) {
 	c.lastSize = o.Written
 	if o.Keyframe {
 		c.lastSize = 0
+	} else if c.plainAvg == 0 {
+		c.plainAvg = float64(o.Written)
+	} else {
+		c.plainAvg += (float64(o.Written) - c.plainAvg) * 0.1
 	}
 	c.frameAvg += (float64(o.Written) - c.frameAvg) * 0.1
 	c.overhead += (float64(o.Written)/float64(o.Encoded) - c.overhead) * 0.1
@@ -703,7 +713,7 @@ func (c *Controller) sentRate(from, to time.Time) rate.Bitrate {
 
 // control is one step of the rate control proper.
 func (c *Controller) control(o Observation, dt time.Duration) {
-	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT)}, o.Now.Add(-refWindow))
+	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg}, o.Now.Add(-refWindow))
 	c.fb = c.feedback(o, dt)
 	c.low, c.high = c.band()
 	excess := c.excess(o, dt)

@@ -1127,3 +1127,67 @@ func TestControllerSlowerPathCutsAgain(t *testing.T) {
 		t.Errorf("rate %v after the second cut, want below the halved path's %v", cuts[1].rate, drain/2)
 	}
 }
+
+// ackFrame returns the smoothed RTT srtt after the ACKs of a frame of size
+// bytes sent at once over a path of round trip rtt and rate link: each
+// segment waits behind those before it, and each ACK moves the smoothed
+// value an eighth of the way to its sample, as Linux and quic-go do.
+func ackFrame(srtt, rtt time.Duration, link rate.Bitrate, size int) time.Duration {
+	for sent := 0; sent < size; {
+		sent = min(sent+mssGuess, size)
+		srtt += (rtt + link.Duration(sent) - srtt) / 8
+	}
+	return srtt
+}
+
+// TestExcessFollowsFrameSize reads the excess on a slow path whose frames
+// are one or two segments, so that the smoothed RTT rises with each
+// frame's own serialization: after frames grow from 800 to 1600 bytes
+// (100 to 200 kb/s at 15 fps on 250 kb/s) the larger frames' own queueing
+// is not congestion (the excess stays under the band's top), while a
+// queue that builds under frames of one size still is (most of it shows
+// within half a second of smoothing). Held to the round trips of the smaller frames, the self term read
+// the growth as 25 ms of excess: at 250 kb/s, recovering from 60 to
+// 180 kb/s at 160x90, such cuts took the capacity to 120 kb/s.
+func TestExcessFollowsFrameSize(t *testing.T) {
+	const (
+		link = 250 * rate.Kbps
+		base = 50 * time.Millisecond
+	)
+	for _, tc := range []struct {
+		name        string
+		before, now int           // bytes a frame, over the window and in the last half second
+		queue       time.Duration // built in the last half second
+		least, most time.Duration // the excess read
+	}{
+		{"frames grew", 800, 1600, 0, 0, qHigh},
+		{"frames grew a little", 800, 880, 0, 0, qLow},
+		{"a queue under the same frames", 1600, 1600, 30 * time.Millisecond, 20 * time.Millisecond, 35 * time.Millisecond},
+		{"a queue under grown frames", 800, 1600, 30 * time.Millisecond, 25 * time.Millisecond, 40 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewController(testLadder[:1], link)
+			c.capacity, c.measured = link, true
+			now := time.Unix(1000, 0)
+			var o Observation
+			srtt := base + link.Duration(tc.before)
+			for at := time.Duration(0); at < refWindow; at += time.Second / 15 {
+				size, q := tc.before, time.Duration(0)
+				if at >= refWindow-500*time.Millisecond {
+					size, q = tc.now, tc.queue
+				}
+				c.plainAvg += (float64(size) - c.plainAvg) * 0.1
+				if c.plainAvg < float64(tc.before) {
+					c.plainAvg = float64(size)
+				}
+				c.frameAvg = c.plainAvg
+				srtt = ackFrame(srtt, base+q, link, size)
+				o = Observation{Now: now.Add(at), RTT: srtt, MinRTT: base, DrainRate: link}
+				c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg}, o.Now.Add(-refWindow))
+			}
+			if got := c.excess(o, time.Second/15); got < tc.least || got > tc.most {
+				t.Errorf("excess %v, want %v to %v", got, tc.least, tc.most)
+			}
+		})
+	}
+}
