@@ -55,6 +55,7 @@ const (
 	skipHigh     = 0.3                    // the fraction of frames skipped that lowers the rate
 	skipStep     = 0.9                    // by at least this factor
 	keyPayback   = 500 * time.Millisecond // a keyframe's excess is paid back over this
+	stallGap     = 200 * time.Millisecond // an invitation this late, with frames waiting and no queue, ends a stall
 	outageGap    = 500 * time.Millisecond // an invitation this late, at least, ends an outage (see outage)
 	outageRTTs   = 4                      // and this many smoothed round trips
 	upHold       = time.Second            // the rate must qualify this long before moving up a rung
@@ -215,7 +216,12 @@ func (p phase) String() string {
 // and the capacity kept. So is the first queue within a feedback delay and
 // drainTime of a stall the transport reported while no queue showed (its
 // window fell below what it had measured, Observation.WindowBound: BBR's
-// PROBE_RTT holds cwnd at four segments for 200 ms every 10 s). On a slow
+// PROBE_RTT holds cwnd at four segments for 200 ms every 10 s), or a wait
+// of stallGap or more for an invitation, with frames skipped, while no
+// queue showed: no invitation comes while the window is small, and the
+// frame after it may see the window back (at 15 fps on 2 Mb/s and
+// 123 ms, BBR, such a stall held 5 frames, and the cut on its backlog
+// took the capacity to 972 kb/s). On a slow
 // path that backlog builds its queue more slowly than burstSlope, and read
 // as congestion the rate sent a feedback delay earlier, low because of the
 // stall, became the capacity: half the path's at 500 kb/s and 172 ms,
@@ -333,7 +339,7 @@ type Controller struct {
 	riseFrom  time.Time     // the last time the excess was below the band (low)
 	lastBurst bool          // the last cut took the queue for a burst
 	measured  bool          // the transport has measured a drain rate
-	stallAt   time.Time     // the last stall: its window fell below what it measured, no queue showing
+	stallAt   time.Time     // the last stall: its window fell below what it measured, or no invitation for stallGap, no queue showing
 	outageAt  time.Time     // the last outage's end (see outage)
 	cappedAt  time.Time     // the last time its window fell below what it measured, queue or not
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
@@ -729,6 +735,9 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 		if excess < c.high {
 			c.stallAt = o.Now
 		}
+	}
+	if c.measured && o.Late > 0 && dt >= stallGap && excess < c.high {
+		c.stallAt = o.Now
 	}
 	c.evidence(o, excess)
 	if excess <= c.high {

@@ -448,6 +448,22 @@ func TestControllerWindowBoundNoCut(t *testing.T) {
 // slowly than a burst from a longer stall, and drains. The capacity is
 // the path's as before the stall; the cut drains the queue and no more.
 func TestControllerStallBacklogKeepsCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window bool // the stall's frame reports the window fallen (Observation.WindowBound)
+	}{
+		{"the window fell", true},
+		// BBR's PROBE_RTT at 15 fps on 2 Mb/s, 123 ms: no invitation came
+		// while the window was small, and the frame after it saw the
+		// window back; the capacity went from 2 Mb/s to 972 kb/s.
+		{"no invitation while the window was small", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { stallBacklog(t, tc.window) })
+	}
+}
+
+// stallBacklog runs TestControllerStallBacklogKeepsCapacity's stall.
+func stallBacklog(t *testing.T, window bool) {
 	const link = 500 * rate.Kbps
 	c := NewController(testLadder, link)
 	f := newFeed(c)
@@ -468,7 +484,9 @@ func TestControllerStallBacklogKeepsCapacity(t *testing.T) {
 	}
 	f.now = f.now.Add(6 * frame)
 	o := path(0)()
-	o.DrainRate, o.WindowBound = 200*rate.Kbps, true
+	if window {
+		o.DrainRate, o.WindowBound = 200*rate.Kbps, true
+	}
 	o.Skipped, o.Late = 6, 6
 	f.frame(o)
 	// The backlog adds 60 ms of queue over 400 ms (the queue before the
