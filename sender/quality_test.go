@@ -1164,9 +1164,10 @@ func ackFrame(srtt, rtt time.Duration, link rate.Bitrate, size int) time.Duratio
 // (100 to 200 kb/s at 15 fps on 250 kb/s) the larger frames' own queueing
 // is not congestion (the excess stays under the band's top), while a
 // queue that builds under frames of one size still is (most of it shows
-// within half a second of smoothing). Held to the round trips of the smaller frames, the self term read
-// the growth as 25 ms of excess: at 250 kb/s, recovering from 60 to
-// 180 kb/s at 160x90, such cuts took the capacity to 120 kb/s.
+// within half a second of smoothing). Held to the round trips of the
+// smaller frames, the self term read the growth as 19 ms of excess: at
+// 250 kb/s, recovering from 60 to 180 kb/s at 160x90, such cuts took the
+// capacity to 120 kb/s.
 func TestExcessFollowsFrameSize(t *testing.T) {
 	const (
 		link = 250 * rate.Kbps
@@ -1185,7 +1186,7 @@ func TestExcessFollowsFrameSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewController(testLadder[:1], link)
-			c.capacity, c.measured = link, true
+			c.capacity, c.measured, c.plainAvg = link, true, float64(tc.before)
 			now := time.Unix(1000, 0)
 			var o Observation
 			srtt := base + link.Duration(tc.before)
@@ -1195,9 +1196,6 @@ func TestExcessFollowsFrameSize(t *testing.T) {
 					size, q = tc.now, tc.queue
 				}
 				c.plainAvg += (float64(size) - c.plainAvg) * 0.1
-				if c.plainAvg < float64(tc.before) {
-					c.plainAvg = float64(size)
-				}
 				c.frameAvg = c.plainAvg
 				srtt = ackFrame(srtt, base+q, link, size)
 				o = Observation{Now: now.Add(at), RTT: srtt, MinRTT: base, DrainRate: link}
