@@ -237,6 +237,34 @@ func TestEvidenceBackloggedDrain(t *testing.T) {
 	}
 }
 
+// TestOverflowFasterPath: a probe's overflow is remembered until the
+// stream sends past the ceiling without a queue (the path became faster:
+// a doubling), not when it sends up to it.
+func TestOverflowFasterPath(t *testing.T) {
+	ceiling := 4 * rate.Mbps
+	for _, tc := range []struct {
+		sent      rate.Bitrate
+		excess    time.Duration
+		forgotten bool
+	}{
+		{4400 * rate.Kbps, 0, true},
+		{4100 * rate.Kbps, 0, false},         // within probePast of the ceiling
+		{4400 * rate.Kbps, 2 * qHigh, false}, // a queue built: not clean
+	} {
+		c := NewController(testLadder, ceiling)
+		c.capacity, c.ceiling, c.low, c.high = ceiling, ceiling, qLow, qHigh
+		now := time.Unix(1000, 0)
+		c.overflow.at = now.Add(-5 * time.Second)
+		for at := now.Add(-time.Second); at.Before(now); at = at.Add(time.Second / 30) {
+			c.sent = push(c.sent, written{at, at.Add(time.Second / 30), float64(tc.sent) / 8 / 30}, at.Add(-sentKeep))
+		}
+		c.evidence(Observation{Now: now, DrainRate: tc.sent, AppLimited: true}, tc.excess)
+		if got := !c.overflowing(now); got != tc.forgotten {
+			t.Errorf("sent %v, excess %v: overflow forgotten %v, want %v", tc.sent, tc.excess, got, tc.forgotten)
+		}
+	}
+}
+
 // TestOverflowCapWindowBound: with only the transport's window bound for
 // a drain rate (loss recovery), the cap leads the capacity instead.
 func TestOverflowCapWindowBound(t *testing.T) {

@@ -51,7 +51,8 @@ func (c *Controller) frameSer() time.Duration { return c.capacity.Duration(int(c
 // keeps its last value: after the path slows it still remembers the old
 // rate, so a drain rate above the ceiling (where the path last congested)
 // is not taken. The ceiling itself goes once the controller has sent above
-// it without a queue building: the path has become faster. Within
+// it without a queue building: the path has become faster, and with it
+// goes the memory of a probe's overflow (see overflowed). Within
 // overflowKeep of a probe's overflow, what was sent counts only up to a
 // drain rate the transport measured while backlogged (not
 // application-limited): that is the path's rate, or its window's, and the
@@ -78,6 +79,7 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 	}
 	if c.ceiling > 0 && sent > c.ceiling.Scale(probePast) {
 		c.ceiling = 0
+		c.overflow.at, c.overflow.before = time.Time{}, time.Time{} // see overflowed
 	}
 	lower := max(measured(o), sent)
 	switch {
