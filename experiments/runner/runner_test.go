@@ -222,6 +222,10 @@ func TestSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	var before, after, delivered []float64
+	// The delivered rate is over the emulator's last window: a sample
+	// within a window of the step counts bytes sent before it (one
+	// a second after the step read 550 kb/s in a run).
+	settled := (path.Schedule[0].At + emu.DefaultWindow + 200*time.Millisecond).Seconds()
 	err := records.ReadFile(filepath.Join(rn.Out, records.RunsDir, spec.ID(), records.RunRecords), func(kind string, line []byte) error {
 		var l records.RunLine
 		if kind != records.KindSample || json.Unmarshal(line, &l) != nil || l.RateBps == nil {
@@ -232,7 +236,7 @@ func TestSchedule(t *testing.T) {
 			before = append(before, *l.RateBps)
 		case l.T > 1.6:
 			after = append(after, *l.RateBps)
-			if l.T > 2.5 && l.DeliveredBps != nil {
+			if l.T > settled && l.DeliveredBps != nil {
 				delivered = append(delivered, *l.DeliveredBps)
 			}
 		}
