@@ -52,7 +52,11 @@ type Control struct {
 	CapacityBps int64  `json:"capacity_bps"`
 	ExcessUs    int64  `json:"excess_us"` // queueing above the base and the frames' own
 	ShiftUs     int64  `json:"shift_us,omitempty"`
-	Cut         bool   `json:"cut,omitempty"` // the update made a cut (congestion, loss, or the transport's limit)
+	// RTTUs is the round trip the update read: the transport's smoothed
+	// RTT, or its fresher samples where they all lie below it. Absent in
+	// files written before it was added.
+	RTTUs int64 `json:"rtt_us,omitempty"`
+	Cut   bool  `json:"cut,omitempty"` // the update made a cut (congestion, loss, or the transport's limit)
 	// WaitUs is the least of the last frames' waits at the bottleneck
 	// behind the frame before (transport.HeadWatch), less the shift;
 	// absent where the transport does not measure it (WebRTC, QUIC's

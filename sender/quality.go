@@ -67,6 +67,7 @@ const (
 	encodeBudget = 20 * time.Millisecond  // the most a frame may take to encode at a rung moved up to
 	maxSamples   = 512                    // bound on the kept samples
 	waitFrames   = 3                      // frames whose least wait behind their predecessors counts (see headWait)
+	freshSamples = 3                      // the transport's newest round-trip samples that must all lie below the smoothed RTT (see freshRTT)
 	waitMargin   = 5 * time.Millisecond   // taken off that wait
 	mssGuess     = 1448                   // bytes per segment, for counting ACKs
 	unknownDrain = 0                      // a drain rate at or below this is unknown
@@ -366,7 +367,9 @@ type Controller struct {
 	plan                      drainPlan // the drain of a probe's overshoot
 
 	waits   frameWaits
-	rtts    []sample // (time, smoothed RTT, plainAvg)
+	fresh   rttSamples
+	rttNow  time.Duration // the round trip the last update read (see freshRTT)
+	rtts    []sample      // (time, smoothed RTT, plainAvg)
 	scratch []time.Duration
 	sent    []written
 }
@@ -463,6 +466,12 @@ type Observation struct {
 	// zero if the transport does not measure it.
 	HeadWait   time.Duration
 	HeadWaitAt time.Time
+	// LatestRTT is the transport's newest round-trip sample and
+	// LatestRTTAt the acknowledgement that gave it; zero if it has none
+	// (transport.Invitation.LatestRTT). Where the last few samples all lie
+	// below RTT, the controller takes them for it (see freshRTT).
+	LatestRTT   time.Duration
+	LatestRTTAt time.Time
 	// Target says DrainRate is a congestion controller's target to follow
 	// as is (WebRTC's send-side bandwidth estimate), not a measurement:
 	// the controller then sends at it, without corrections of its own.
@@ -513,6 +522,7 @@ type ControlState struct {
 	Capacity rate.Bitrate  // the path's capacity as last estimated, in the same bytes
 	Excess   time.Duration // the queueing the update read above the base and the frames' own (see excess)
 	Shift    time.Duration // the base round trip above the transport's minimum
+	RTT      time.Duration // the round trip the update read: the smoothed RTT, or fresher samples below it (see freshRTT)
 	// Wait is the least of the last frames' waits behind their
 	// predecessors, less the shift (see headWait); WaitKnown says the
 	// transport reported enough of them.
@@ -535,7 +545,7 @@ func (c *Controller) State() ControlState {
 		return ControlState{}
 	}
 	s := ControlState{
-		Phase: c.phase.String(), Rate: c.rate, Capacity: c.capacity, Excess: c.excessNow, Shift: c.shift,
+		Phase: c.phase.String(), Rate: c.rate, Capacity: c.capacity, Excess: c.excessNow, Shift: c.shift, RTT: c.rttNow,
 		Cut: c.lastCut.Equal(c.prev), Loss: c.loss.frac, LossBase: c.loss.base,
 		Overflow: c.overflowing(c.prev),
 	}
@@ -558,6 +568,8 @@ func (c *Controller) Update(o Observation) Decision {
 		c.started, c.prev, c.phaseAt = true, o.Now, o.Now
 	}
 	dt := max(o.Now.Sub(c.prev), 0)
+	o.RTT = c.freshRTT(o)
+	c.rttNow = o.RTT
 	c.account(o, dt)
 	// Without a drain rate the transport gives no view of the path (no
 	// source buffer management): the target stays where it is, as an

@@ -37,6 +37,8 @@ type HeadWatch struct {
 	ackedAt time.Time
 	gap     time.Duration // the newest pair: acknowledged(k-1) - written(k)
 	gapAt   time.Time     // written(k); zero before the first pair
+	rtt     time.Duration // the newest acknowledged frame's round trip (LatestRTT)
+	rttAt   time.Time     // its acknowledgement; zero before the first
 }
 
 type watched struct {
@@ -101,6 +103,9 @@ func (h *HeadWatch) Acked(upTo uint32, at time.Time) {
 	if popped == 0 {
 		return
 	}
+	if left := h.frames[h.head-1].left; !left.IsZero() && !at.Before(left) {
+		h.rtt, h.rttAt = at.Sub(left), at
+	}
 	if h.Len() == 0 {
 		if popped >= 2 {
 			from := h.from(h.head - 1)
@@ -112,6 +117,17 @@ func (h *HeadWatch) Acked(upTo uint32, at time.Time) {
 	}
 	from := h.from(h.head)
 	h.gap, h.gapAt = at.Sub(from), h.frames[h.head].at
+}
+
+// LatestRTT returns the round trip of the newest frame acknowledged in
+// full whose departure was noted: its acknowledgement less the departure of
+// its last byte, and that acknowledgement; ok false before the first. It
+// is one sample, newer than the kernel's smoothed RTT at low packet rates,
+// where an eighth per ACK takes seconds to follow a queue that has gone
+// (Observation.LatestRTT). A receiver's delayed ACK adds to it, never
+// takes from it.
+func (h *HeadWatch) LatestRTT() (rtt time.Duration, acked time.Time, ok bool) {
+	return h.rtt, h.rttAt, !h.rttAt.IsZero()
 }
 
 // Len returns how many frames wait for their acknowledgement.

@@ -69,6 +69,43 @@ func TestHeadWatch(t *testing.T) {
 	}
 }
 
+// TestHeadWatchLatestRTT: the round trip of the newest frame acknowledged
+// in full, from its last byte's departure; none for a frame whose
+// departure was not noted.
+func TestHeadWatchLatestRTT(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	var h HeadWatch
+	if _, _, ok := h.LatestRTT(); ok {
+		t.Fatal("LatestRTT ok before any acknowledgement")
+	}
+	h.Written(99, ms(0))
+	h.Acked(99, ms(30))
+	if _, _, ok := h.LatestRTT(); ok {
+		t.Error("LatestRTT ok for a frame whose departure was not noted")
+	}
+	h.Written(199, ms(33))
+	h.Departed(199, ms(35))
+	h.Written(299, ms(66))
+	h.Departed(299, ms(70))
+	h.Acked(150, ms(80)) // part of the frame: no sample
+	if _, _, ok := h.LatestRTT(); ok {
+		t.Error("LatestRTT ok for a frame acknowledged in part")
+	}
+	// Both frames in one acknowledgement: the newest of them counts.
+	h.Acked(299, ms(300))
+	if rtt, at, ok := h.LatestRTT(); !ok || rtt != 230*time.Millisecond || !at.Equal(ms(300)) {
+		t.Errorf("LatestRTT() = %v, %v, %v; want 230ms at 300ms, true", rtt, at.Sub(t0), ok)
+	}
+	// A later frame's sample replaces it, even when shorter.
+	h.Written(399, ms(310))
+	h.Departed(399, ms(311))
+	h.Acked(399, ms(400))
+	if rtt, _, ok := h.LatestRTT(); !ok || rtt != 89*time.Millisecond {
+		t.Errorf("LatestRTT() = %v, %v; want 89ms, true", rtt, ok)
+	}
+}
+
 // TestHeadWatchBounded: frames never acknowledged (a peer that stopped
 // reading) do not grow the watch, and an acknowledgement after the loss of
 // the oldest still pairs the frames it knows.

@@ -84,6 +84,16 @@ type Invitation struct {
 	HeadWait   time.Duration
 	HeadWaitAt time.Time
 
+	// LatestRTT is the newest round-trip sample and LatestRTTAt the
+	// acknowledgement that gave it, zero where the transport has none:
+	// TCP's newest frame acknowledged in full, from its last byte's
+	// departure to its SCM_TSTAMP_ACK stamp (HeadWatch.LatestRTT); QUIC's
+	// latest sample (quic-go's, less the peer's ack delay) at its newest
+	// acknowledgement. RTT smooths an eighth per ACK: at a few packets a
+	// second it takes seconds to follow a queue that has drained.
+	LatestRTT   time.Duration
+	LatestRTTAt time.Time
+
 	// Drain records the drain-rate estimator's latest input and output.
 	Drain DrainRecord
 }

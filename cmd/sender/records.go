@@ -74,7 +74,7 @@ func controlOf(c sender.ControlState) *records.Control {
 	}
 	r := &records.Control{
 		Phase: c.Phase, RateBps: int64(c.Rate), CapacityBps: int64(c.Capacity),
-		ExcessUs: c.Excess.Microseconds(), ShiftUs: c.Shift.Microseconds(), Cut: c.Cut,
+		ExcessUs: c.Excess.Microseconds(), ShiftUs: c.Shift.Microseconds(), RTTUs: c.RTT.Microseconds(), Cut: c.Cut,
 		Loss: c.Loss, LossBase: c.LossBase, Overflow: c.Overflow,
 	}
 	if c.WaitKnown {

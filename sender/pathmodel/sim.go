@@ -92,6 +92,9 @@ func (s *sim) take(now time.Duration) {
 	if gap, at, ok := s.heads.Newest(); ok {
 		o.HeadWait, o.HeadWaitAt = gap-s.inv.minRTT, at
 	}
+	if rtt, at, ok := s.heads.LatestRTT(); ok {
+		o.LatestRTT, o.LatestRTTAt = rtt, at
+	}
 	d := s.ctrl.Update(o)
 	if s.cfg.Trace != nil {
 		s.cfg.Trace(o, d)

@@ -75,6 +75,9 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 			inv.HeadWait, inv.HeadWaitAt = gap-st.MinRTT, at
 		}
 		c.headsMu.Unlock()
+		if at := c.path.acked(); !at.IsZero() && st.LatestRTT > 0 {
+			inv.LatestRTT, inv.LatestRTTAt = st.LatestRTT, at
+		}
 	} else {
 		limit = int64(c.cfg.MaxQueue) - 1
 	}

@@ -524,6 +524,9 @@ func (c *Conn) invitationLocked(info Info, in RuleInput, d Decision, w transport
 		if gap, at, ok := c.heads.Newest(); ok && info.MinRTT > 0 {
 			inv.HeadWait, inv.HeadWaitAt = gap-info.MinRTT, at
 		}
+		if rtt, at, ok := c.heads.LatestRTT(); ok {
+			inv.LatestRTT, inv.LatestRTTAt = rtt, at
+		}
 	case transport.Lowat:
 		inv.Threshold = (c.cfg.Mode.Lowat - 1) / 2
 	default:
