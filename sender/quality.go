@@ -369,7 +369,7 @@ type Controller struct {
 	waits   frameWaits
 	fresh   rttSamples
 	rttNow  time.Duration // the round trip the last update read (see freshRTT)
-	rtts    []sample      // (time, smoothed RTT, plainAvg)
+	rtts    []sample      // (time, the RTT read (see freshRTT), plainAvg)
 	scratch []time.Duration
 	sent    []written
 }
