@@ -160,13 +160,18 @@ func (s *Server) addWHEP(sess *whepSession) error {
 	return nil
 }
 
-// removeWHEP forgets session id; one that ended on its own, not deleted,
-// is remembered as ended (see endedTTL).
+// removeWHEP forgets session id. One a DELETE has not already taken out
+// ended on its own, and unless deleted says otherwise it is remembered as
+// ended (see endedTTL). A player that closes its connection as it deletes
+// the session races the two: a DELETE that came while the session was
+// winding down from the close is still the session's DELETE.
 func (s *Server) removeWHEP(id string, deleted bool) {
 	s.mu.Lock()
-	delete(s.whep, id)
-	if !deleted {
-		s.rememberEndedLocked(id)
+	if _, ok := s.whep[id]; ok {
+		delete(s.whep, id)
+		if !deleted {
+			s.rememberEndedLocked(id)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -190,6 +195,10 @@ func (s *Server) deleteWHEP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	sess := s.whep[id]
+	// Gone from the map at once, as a deleted WHIP session is: not
+	// remembered as ended on its own whatever ended it first (see
+	// removeWHEP), and no longer counted as a player.
+	delete(s.whep, id)
 	ended := sess == nil && s.takeEndedLocked(id)
 	s.mu.Unlock()
 	switch {
@@ -246,7 +255,7 @@ func (s *Server) runWHEP(sess *whepSession) {
 		case <-sess.done:
 			sess.pc.GracefulClose()
 			rtcpReader.Wait()
-			s.removeWHEP(sess.id, errors.Is(sess.cause, errDeleted))
+			s.removeWHEP(sess.id, false) // a DELETE has taken it out already
 			sess.log.Info("WHEP session ended", "session", sess.id, "reason", sess.cause)
 			return
 		default:

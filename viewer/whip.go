@@ -258,8 +258,10 @@ func (s *Server) reserveWHIP() error {
 	return nil
 }
 
-// releaseWHIP forgets a reserved WHIP session; one that got an id and
-// was not deleted is remembered as ended (see whipEndedTTL).
+// releaseWHIP forgets a reserved WHIP session. One that got an id and
+// that a DELETE has not already taken out ended on its own, and unless
+// deleted says otherwise it is remembered as ended (see endedTTL), as in
+// removeWHEP.
 func (s *Server) releaseWHIP(id string, deleted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,9 +269,11 @@ func (s *Server) releaseWHIP(id string, deleted bool) {
 	if id == "" {
 		return
 	}
-	delete(s.whip, id)
-	if !deleted {
-		s.rememberEndedLocked(id)
+	if _, ok := s.whip[id]; ok {
+		delete(s.whip, id)
+		if !deleted {
+			s.rememberEndedLocked(id)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"replenish/internal/rtc"
 	"strings"
 	"sync"
@@ -487,6 +488,58 @@ func TestEndedSessions(t *testing.T) {
 	}
 	if take("0") || !take("1") || !take(fmt.Sprint(maxEnded)) {
 		t.Error("not the newest sessions remembered")
+	}
+}
+
+// TestDeleteRacesOwnEnd: a player closes its connection as it deletes its
+// session, and the close wins: the session is winding down on its own when
+// the DELETE comes. The DELETE is still the session's: 200, and the session
+// is not remembered as ended on its own, so a second DELETE is 404. The
+// same for a WHIP session a DELETE took out before its loop released it.
+func TestDeleteRacesOwnEnd(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := func(id string) int {
+		r := httptest.NewRequest(http.MethodDelete, "/whep/session/"+id, nil)
+		r.SetPathValue("id", id)
+		w := httptest.NewRecorder()
+		s.deleteWHEP(w, r)
+		return w.Code
+	}
+	sess := &whepSession{id: "p1", done: make(chan struct{})}
+	s.mu.Lock()
+	s.whep[sess.id] = sess
+	s.mu.Unlock()
+	sess.end(errors.New("the connection closed")) // the close, first
+	if code := del(sess.id); code != http.StatusOK {
+		t.Errorf("DELETE while the session winds down: %d, want 200", code)
+	}
+	s.removeWHEP(sess.id, false) // its loop, done
+	s.mu.Lock()
+	ended, players := len(s.ended), len(s.whep)
+	s.mu.Unlock()
+	if ended != 0 || players != 0 {
+		t.Errorf("after the DELETE: %d sessions remembered as ended on their own, %d players; want 0, 0", ended, players)
+	}
+	if code := del(sess.id); code != http.StatusNotFound {
+		t.Errorf("a second DELETE: %d, want 404", code)
+	}
+
+	// WHIP: in the map (not deleted), a session that ended is remembered;
+	// out of it (a DELETE took it out), it is not.
+	s.mu.Lock()
+	s.whipCount = 2
+	s.whip["w1"] = nil
+	s.mu.Unlock()
+	s.releaseWHIP("w1", false)
+	s.releaseWHIP("w2", false)
+	s.mu.Lock()
+	w1, w2 := s.takeEndedLocked("w1"), s.takeEndedLocked("w2")
+	s.mu.Unlock()
+	if !w1 || w2 {
+		t.Errorf("WHIP sessions remembered as ended: ended on its own %v, deleted %v; want true, false", w1, w2)
 	}
 }
 
