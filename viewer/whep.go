@@ -255,7 +255,7 @@ func (s *Server) runWHEP(sess *whepSession) {
 		case <-sess.done:
 			sess.pc.GracefulClose()
 			rtcpReader.Wait()
-			s.removeWHEP(sess.id, false) // a DELETE has taken it out already
+			s.removeWHEP(sess.id, false) // remembered only if no DELETE took it out
 			sess.log.Info("WHEP session ended", "session", sess.id, "reason", sess.cause)
 			return
 		default:

@@ -79,7 +79,7 @@ func (s *Server) serveWHIP(w http.ResponseWriter, r *http.Request) {
 	reserved := true
 	defer func() {
 		if reserved {
-			s.releaseWHIP("", false)
+			s.releaseWHIP("")
 		}
 	}()
 	log := s.log.With("sender", r.RemoteAddr, "transport", transportWebRTC)
@@ -236,8 +236,7 @@ func (s *Server) startWHIP(link *whipLink, name string, log *slog.Logger) (strin
 		link.wait()
 		late, dup, skipped := link.dropped()
 		log.Debug("WHIP session ended", "session", id, "late_packets", late, "duplicate_packets", dup, "packets_given_up", skipped)
-		c := sc.cause.Load()
-		s.releaseWHIP(id, c != nil && errors.Is(*c, errDeleted))
+		s.releaseWHIP(id)
 	}()
 	return id, nil
 }
@@ -259,10 +258,9 @@ func (s *Server) reserveWHIP() error {
 }
 
 // releaseWHIP forgets a reserved WHIP session. One that got an id and
-// that a DELETE has not already taken out ended on its own, and unless
-// deleted says otherwise it is remembered as ended (see endedTTL), as in
-// removeWHEP.
-func (s *Server) releaseWHIP(id string, deleted bool) {
+// that a DELETE has not already taken out ended on its own, and is
+// remembered as ended (see endedTTL), as in removeWHEP.
+func (s *Server) releaseWHIP(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.whipCount--
@@ -271,9 +269,7 @@ func (s *Server) releaseWHIP(id string, deleted bool) {
 	}
 	if _, ok := s.whip[id]; ok {
 		delete(s.whip, id)
-		if !deleted {
-			s.rememberEndedLocked(id)
-		}
+		s.rememberEndedLocked(id)
 	}
 }
 

@@ -533,8 +533,8 @@ func TestDeleteRacesOwnEnd(t *testing.T) {
 	s.whipCount = 2
 	s.whip["w1"] = nil
 	s.mu.Unlock()
-	s.releaseWHIP("w1", false)
-	s.releaseWHIP("w2", false)
+	s.releaseWHIP("w1")
+	s.releaseWHIP("w2")
 	s.mu.Lock()
 	w1, w2 := s.takeEndedLocked("w1"), s.takeEndedLocked("w2")
 	s.mu.Unlock()
