@@ -463,9 +463,12 @@ type Observation struct {
 	// HeadWait is how long the newest frame whose predecessor the
 	// transport has seen acknowledged waited at the bottleneck behind it
 	// (transport.Invitation.HeadWait); HeadWaitAt is that frame's write,
-	// zero if the transport does not measure it.
-	HeadWait   time.Duration
-	HeadWaitAt time.Time
+	// zero if the transport does not measure it. HeadWaitRepaired says
+	// the transport retransmitted since the predecessor's write, so the
+	// wait may hold a repair's round trip (see headWait).
+	HeadWait         time.Duration
+	HeadWaitAt       time.Time
+	HeadWaitRepaired bool
 	// LatestRTT is the transport's newest round-trip sample and
 	// LatestRTTAt the acknowledgement that gave it; zero if it has none
 	// (transport.Invitation.LatestRTT). Where the last few samples all lie

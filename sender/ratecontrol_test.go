@@ -821,3 +821,70 @@ func TestHalvingReadsFreshRTT(t *testing.T) {
 		t.Errorf("back within the bounds after %v over the runs with the transport's samples, %v without: want at most 95%%", with, without)
 	}
 }
+
+// unrepaired hides from the controller that a frame's wait may hold a
+// repair's round trip, for a run that reads every wait as a queue.
+type unrepaired struct{ *sender.Controller }
+
+func (u unrepaired) Update(o sender.Observation) sender.Decision {
+	o.HeadWaitRepaired = false
+	return u.Controller.Update(o)
+}
+
+// TestLossyWaitsRepaired runs BBR at 15 fps over long paths with random
+// loss, where most frames hold a lost packet and their predecessors'
+// acknowledgements wait a repair's round trip. Read as a queue, those waits
+// (80 to 190 ms at 23 Mb/s and 210 ms with 3% loss, in a real run whose
+// bottleneck queue stayed under 10 ms) cut the stream to an eighth of the
+// link. With the repaired waits set aside the stream carries at least a
+// quarter more at the median of five seeds (in the model, whose BBR
+// stalls more often after losses than Linux's: 0.64 against 0.43 of the
+// link at 10 Mb/s, 0.71 against 0.51 at 5 Mb/s, over seven seeds).
+func TestLossyWaitsRepaired(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs without the race detector (test.sh)")
+	}
+	paths := []pathmodel.Path{
+		{Rate: 10 * rate.Mbps, RTT: 200 * time.Millisecond, Queue: 100 * time.Millisecond, CC: pathmodel.BBR, Loss: 0.02},
+		{Rate: 5 * rate.Mbps, RTT: 200 * time.Millisecond, Queue: 60 * time.Millisecond, CC: pathmodel.BBR, Loss: 0.03},
+	}
+	for _, p := range paths {
+		t.Run(fmt.Sprintf("%v,%v,%g", p.Rate, p.RTT, p.Loss), func(t *testing.T) {
+			t.Parallel()
+			var with, without []float64
+			for k := range 5 {
+				for _, repaired := range []bool{true, false} {
+					cfg := pathmodel.Config{Path: p, Seed: uint64(k*1000 + 13), FPS: 15,
+						NewController: func(l []media.Rung, s rate.Bitrate) pathmodel.Controller {
+							if repaired {
+								return sender.NewController(l, s)
+							}
+							return unrepaired{sender.NewController(l, s)}
+						},
+					}
+					r, err := pathmodel.Run(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if repaired {
+						with = append(with, r.Util)
+					} else {
+						without = append(without, r.Util)
+					}
+				}
+			}
+			w, wo := median(with), median(without)
+			t.Logf("utilization at the median seed: %.3f with repaired waits set aside, %.3f reading them as a queue", w, wo)
+			if w < 1.25*wo {
+				t.Errorf("utilization %.3f with repaired waits set aside, %.3f reading them as a queue: want at least a quarter more", w, wo)
+			}
+		})
+	}
+}
+
+// median returns the median of v (the upper one of an even count).
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}

@@ -380,7 +380,7 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 		Newest: inv.Drain.Estimate.Newest, NewestAt: inv.Drain.Estimate.NewestAt,
 		RTT: inv.RTT, MinRTT: inv.MinRTT, Sent: inv.Sent, Lost: inv.Lost, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,
-		HeadWait: inv.HeadWait, HeadWaitAt: inv.HeadWaitAt, LatestRTT: inv.LatestRTT, LatestRTTAt: inv.LatestRTTAt,
+		HeadWait: inv.HeadWait, HeadWaitAt: inv.HeadWaitAt, HeadWaitRepaired: inv.HeadWaitRepaired, LatestRTT: inv.LatestRTT, LatestRTTAt: inv.LatestRTTAt,
 	})
 	control := s.ctrl.State()
 	if d.RungChanged {

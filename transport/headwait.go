@@ -25,6 +25,13 @@ import "time"
 // a 10 Mb/s path the controller cut on it as a queue. Without departures
 // (transport/quic reports none) the reference is the write.
 //
+// A retransmission anywhere before a frame's last byte holds that frame's
+// acknowledgement for a repair's round trip, so a pair whose predecessor
+// was written before a retransmission reads that round trip as a wait
+// (Repaired): at 3% loss on a 23 Mb/s path at 210 ms (BBR, 15 fps), most
+// frames held a lost packet and read waits of 80 to 190 ms with the
+// bottleneck's queue under 10 ms.
+//
 // Frames are named by the stream offset of their last byte, in 32-bit
 // serial-number arithmetic (RFC 1982), so TCP's timestamp keys serve as
 // they are. A HeadWatch holds at most maxWatched frames; it is not safe for
@@ -39,22 +46,29 @@ type HeadWatch struct {
 	gapAt   time.Time     // written(k); zero before the first pair
 	rtt     time.Duration // the newest acknowledged frame's round trip (LatestRTT)
 	rttAt   time.Time     // its acknowledgement; zero before the first
+	// ackedLost is the retransmission count when the frame acknowledged
+	// at ackedAt was written; gapLost when the newest pair's
+	// predecessor, k-1, was.
+	ackedLost, gapLost int64
 }
 
 type watched struct {
 	end  uint32
 	at   time.Time // written
 	left time.Time // its last byte left the host; zero until Departed
+	lost int64     // the transport's retransmission count when written
 }
 
 // maxWatched bounds the frames a HeadWatch holds unacknowledged: at 120
 // frames a second, two seconds of them.
 const maxWatched = 256
 
-// Written notes a frame whose last byte is at stream offset end, written at.
-func (h *HeadWatch) Written(end uint32, at time.Time) {
+// Written notes a frame whose last byte is at stream offset end, written
+// at, when the transport had retransmitted lost packets (or bytes: any
+// count that grows with each repair).
+func (h *HeadWatch) Written(end uint32, at time.Time, lost int64) {
 	if h.Len() == 0 && !h.ackedAt.IsZero() {
-		h.gap, h.gapAt = h.ackedAt.Sub(at), at
+		h.gap, h.gapAt, h.gapLost = h.ackedAt.Sub(at), at, h.ackedLost
 	}
 	h.ackedAt = time.Time{}
 	if h.Len() >= maxWatched {
@@ -64,7 +78,7 @@ func (h *HeadWatch) Written(end uint32, at time.Time) {
 		n := copy(h.frames, h.frames[h.head:])
 		h.frames, h.head = h.frames[:n], 0
 	}
-	h.frames = append(h.frames, watched{end: end, at: at})
+	h.frames = append(h.frames, watched{end: end, at: at, lost: lost})
 }
 
 // Departed notes that the last byte of the frame ending at stream offset
@@ -109,15 +123,21 @@ func (h *HeadWatch) Acked(upTo uint32, at time.Time) {
 	if h.Len() == 0 {
 		if popped >= 2 {
 			from := h.from(h.head - 1)
-			h.gap, h.gapAt = at.Sub(from), h.frames[h.head-1].at
+			h.gap, h.gapAt, h.gapLost = at.Sub(from), h.frames[h.head-1].at, h.frames[h.head-2].lost
 		}
+		h.ackedAt, h.ackedLost = at, h.frames[h.head-1].lost // the successor's write will close the pair
 		h.frames, h.head = h.frames[:0], 0
-		h.ackedAt = at // the successor's write will close the pair
 		return
 	}
 	from := h.from(h.head)
-	h.gap, h.gapAt = at.Sub(from), h.frames[h.head].at
+	h.gap, h.gapAt, h.gapLost = at.Sub(from), h.frames[h.head].at, h.frames[h.head-1].lost
 }
+
+// Repaired reports whether the retransmission count lost, read after the
+// newest pair's acknowledgement, has grown since that pair's predecessor
+// was written: a repair may then have held the acknowledgement a round
+// trip, and the pair's gap says only that the wait was no longer.
+func (h *HeadWatch) Repaired(lost int64) bool { return lost != h.gapLost }
 
 // LatestRTT returns the round trip of the newest frame acknowledged in
 // full whose departure was noted: its acknowledgement less the departure of

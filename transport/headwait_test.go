@@ -58,7 +58,7 @@ func TestHeadWatch(t *testing.T) {
 				case o.left:
 					h.Departed(o.off, ms(o.at))
 				default:
-					h.Written(o.off, ms(o.at))
+					h.Written(o.off, ms(o.at), 0)
 				}
 			}
 			gap, written, ok := h.Newest()
@@ -79,14 +79,14 @@ func TestHeadWatchLatestRTT(t *testing.T) {
 	if _, _, ok := h.LatestRTT(); ok {
 		t.Fatal("LatestRTT ok before any acknowledgement")
 	}
-	h.Written(99, ms(0))
+	h.Written(99, ms(0), 0)
 	h.Acked(99, ms(30))
 	if _, _, ok := h.LatestRTT(); ok {
 		t.Error("LatestRTT ok for a frame whose departure was not noted")
 	}
-	h.Written(199, ms(33))
+	h.Written(199, ms(33), 0)
 	h.Departed(199, ms(35))
-	h.Written(299, ms(66))
+	h.Written(299, ms(66), 0)
 	h.Departed(299, ms(70))
 	h.Acked(150, ms(80)) // part of the frame: no sample
 	if _, _, ok := h.LatestRTT(); ok {
@@ -98,11 +98,58 @@ func TestHeadWatchLatestRTT(t *testing.T) {
 		t.Errorf("LatestRTT() = %v, %v, %v; want 230ms at 300ms, true", rtt, at.Sub(t0), ok)
 	}
 	// A later frame's sample replaces it, even when shorter.
-	h.Written(399, ms(310))
+	h.Written(399, ms(310), 0)
 	h.Departed(399, ms(311))
 	h.Acked(399, ms(400))
 	if rtt, _, ok := h.LatestRTT(); !ok || rtt != 89*time.Millisecond {
 		t.Errorf("LatestRTT() = %v, %v; want 89ms, true", rtt, ok)
+	}
+}
+
+// TestHeadWatchRepaired: a pair is repaired when the retransmission count
+// has grown since its predecessor's write, whichever way the pair formed.
+func TestHeadWatchRepaired(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	cases := []struct {
+		name  string
+		setup func(h *HeadWatch)
+	}{
+		{"acknowledged after the next write", func(h *HeadWatch) {
+			h.Written(99, ms(0), 5)
+			h.Written(199, ms(33), 7)
+			h.Acked(99, ms(60))
+		}},
+		{"the last two in one acknowledgement", func(h *HeadWatch) {
+			h.Written(99, ms(0), 5)
+			h.Written(199, ms(33), 7)
+			h.Acked(199, ms(60))
+		}},
+		{"acknowledged before the next write", func(h *HeadWatch) {
+			h.Written(99, ms(0), 5)
+			h.Acked(99, ms(20))
+			h.Written(199, ms(33), 7)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var h HeadWatch
+			tc.setup(&h)
+			if _, _, ok := h.Newest(); !ok {
+				t.Fatal("no pair")
+			}
+			// The predecessor was written at count 5: a count of 7 read
+			// now says a retransmission came since, even if before the
+			// frame's own write.
+			if h.Repaired(5) {
+				t.Error("Repaired(5) = true with no retransmission since the predecessor's write")
+			}
+			for _, n := range []int64{6, 7} {
+				if !h.Repaired(n) {
+					t.Errorf("Repaired(%d) = false, want true: the count grew since the predecessor's write", n)
+				}
+			}
+		})
 	}
 }
 
@@ -114,7 +161,7 @@ func TestHeadWatchBounded(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	n := 10 * maxWatched
 	for i := range n {
-		h.Written(uint32(100*(i+1)-1), t0.Add(time.Duration(i)*time.Millisecond))
+		h.Written(uint32(100*(i+1)-1), t0.Add(time.Duration(i)*time.Millisecond), 0)
 		if h.Len() > maxWatched {
 			t.Fatalf("after %d writes: %d frames held, want at most %d", i+1, h.Len(), maxWatched)
 		}

@@ -83,6 +83,11 @@ type Invitation struct {
 	// SCM_TSTAMP_ACK stamps, QUIC from quic-go's packet events).
 	HeadWait   time.Duration
 	HeadWaitAt time.Time
+	// HeadWaitRepaired says the transport retransmitted since the
+	// predecessor's write (HeadWatch.Repaired): its acknowledgement may
+	// have waited a repair's round trip, and HeadWait is then only a
+	// bound.
+	HeadWaitRepaired bool
 
 	// LatestRTT is the newest round-trip sample and LatestRTTAt the
 	// acknowledgement that gave it, zero where the transport has none:

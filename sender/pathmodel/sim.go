@@ -91,6 +91,7 @@ func (s *sim) take(now time.Duration) {
 	}
 	if gap, at, ok := s.heads.Newest(); ok {
 		o.HeadWait, o.HeadWaitAt = gap-s.inv.minRTT, at
+		o.HeadWaitRepaired = s.heads.Repaired(s.tcp.retransOut)
 	}
 	if rtt, at, ok := s.heads.LatestRTT(); ok {
 		o.LatestRTT, o.LatestRTTAt = rtt, at
@@ -128,7 +129,7 @@ func (s *sim) onWrite(now time.Duration) {
 	start := s.tcp.written
 	s.frames = append(s.frames, p.f)
 	s.offsets = append(s.offsets, span{start, start + int64(p.bytes)})
-	s.heads.Written(uint32(start+int64(p.bytes)-1), epoch.Add(now))
+	s.heads.Written(uint32(start+int64(p.bytes)-1), epoch.Add(now), s.tcp.retransOut)
 	s.prevBytes, s.prevVideo, s.prevEncode, s.prevKey = p.bytes, p.f.Video, p.f.Encode, p.f.Key
 	s.lead = s.leads.Add(p.f.Encode)
 	s.state, s.lastWrite = appWaiting, now

@@ -409,8 +409,9 @@ func (c *Conn) limiter(f *frame) func(int) int {
 // and the rest waits until it allows more.
 func (c *Conn) writeOn(s *quic.SendStream, f *frame) error {
 	f.end = c.packed.Load() + int64(len(f.buf)) // the writer packetizes one frame at a time
+	lost := int64(c.qc.ConnectionStats().PacketsLost)
 	c.headsMu.Lock()
-	c.heads.Written(uint32(f.end-1), f.writeStart)
+	c.heads.Written(uint32(f.end-1), f.writeStart, lost)
 	c.headsMu.Unlock()
 	limit := c.limiter(f)
 	for buf := f.buf; len(buf) > 0; {

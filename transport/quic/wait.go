@@ -73,6 +73,7 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 		c.headsMu.Lock()
 		if gap, at, ok := c.heads.Newest(); ok && st.MinRTT > 0 {
 			inv.HeadWait, inv.HeadWaitAt = gap-st.MinRTT, at
+			inv.HeadWaitRepaired = c.heads.Repaired(int64(st.PacketsLost))
 		}
 		c.headsMu.Unlock()
 		if at := c.path.acked(); !at.IsZero() && st.LatestRTT > 0 {

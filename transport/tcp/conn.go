@@ -372,7 +372,7 @@ func (c *Conn) Write(id uint64, b []byte) error {
 			c.finishLocked(rec)
 		} else {
 			key := c.opts.KeyBase + uint32(c.offset-1)
-			c.heads.Written(key, start)
+			c.heads.Written(key, start, int64(c.stats.TotalRetrans))
 			if old, evicted := c.pending.push(rec, key); evicted {
 				c.stats.RecordsEvicted++
 				c.finishLocked(old)
@@ -523,6 +523,7 @@ func (c *Conn) invitationLocked(info Info, in RuleInput, d Decision, w transport
 		inv.Lead = in.Lead
 		if gap, at, ok := c.heads.Newest(); ok && info.MinRTT > 0 {
 			inv.HeadWait, inv.HeadWaitAt = gap-info.MinRTT, at
+			inv.HeadWaitRepaired = c.heads.Repaired(int64(info.TotalRetrans))
 		}
 		if rtt, at, ok := c.heads.LatestRTT(); ok {
 			inv.LatestRTT, inv.LatestRTTAt = rtt, at
