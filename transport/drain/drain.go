@@ -26,7 +26,9 @@
 //     delivered count measures the path in all of these. Its weakness, a
 //     stall while a hole is repaired and a jump when the repair covers
 //     what had been selectively acknowledged, is kept inside windows: a
-//     window neither starts nor ends while the sender is recovering;
+//     window neither starts nor ends while the sender is recovering,
+//     unless the recovery lasts (random loss at hundreds of packets a
+//     round trip): then a window of lastingRounds round trips may;
 //   - classes each window as path-limited or application-limited. It is
 //     path-limited when the path set the pace throughout: at every sample
 //     the sender either held data it could not yet send (Backlogged), or
@@ -82,6 +84,10 @@ const (
 	// error of one window stays within about 1/16.
 	DefaultMinAcks = 16
 )
+
+// lastingRounds is how many smoothed round trips a recovery lasts, and a
+// window spans, before the window may end within it (Estimator.lasting).
+const lastingRounds = 4
 
 // maxEntries bounds the windows and pacing readings the Estimator keeps.
 // Windows in the maximum are decreasing in rate, so the bound is reached

@@ -410,3 +410,30 @@ func TestEstimatorAckAnchored(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimatorLastingRecovery: random loss at hundreds of packets a round
+// trip keeps the sender recovering all along, each hole holding the
+// delivered count for a round trip. The estimate still follows the path,
+// from a start within the recovery and across a rise of its rate.
+func TestEstimatorLastingRecovery(t *testing.T) {
+	e := New(Config{})
+	l := newLink()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var held uint64
+	var holdUntil time.Time
+	recovering := func(s *Sample) {
+		s.Backlogged, s.Recovering = true, true
+		switch {
+		case s.At.Before(holdUntil):
+			s.Delivered = held // a hole holds the cumulative count
+		case rng.IntN(10) == 0:
+			held, holdUntil = s.Delivered, s.At.Add(l.s.SRTT)
+		}
+	}
+	for _, r := range []rate.Bitrate{2 * rate.Mbps, 8 * rate.Mbps} {
+		est := l.run(e, 5*time.Second, 7*time.Millisecond, r, recovering)
+		if est.Source != SourceMeasured || !near(est.Measured, r, 0.15) {
+			t.Errorf("after 5 s at %v, recovering all along: estimate %v (%v), measured %v; want about %v", r, est.Rate, est.Source, est.Measured, r)
+		}
+	}
+}
