@@ -80,7 +80,12 @@ func TestTargets(t *testing.T) {
 		{"utilization", "encoder-limited", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps = 0.6, 0.6*7.5e6
 			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}
-		}, notApplicable, "n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link"},
+		}, met, "100.0% of what the top rung can send (≥ 90%) met: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link"},
+		// Below what its top rung can send: 3.4 Mb/s of the 4.5 it can.
+		{"utilization", "encoder-limited, short of it", func(r, _ *Run) {
+			r.Utilization, r.GoodputBps = 0.45, 0.45*7.5e6
+			r.Ceiling = &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}
+		}, missed, "75.0% of what the top rung can send (≥ 90%) missed by 15.0 points: encoder-limited"},
 		{"utilization", "results written before top_rung", func(r, _ *Run) {
 			r.Utilization, r.GoodputBps, r.Ceiling = 0.8, 0.8*7.5e6, nil
 		}, missed, "missed by 10.0 points (top rung's ceiling unknown)"},
@@ -187,17 +192,25 @@ func TestUtilizationLinkCell(t *testing.T) {
 		{"unknown link", 0.8, nil, nil, missed, "80.0% (≥ 90%) missed by 10.0 points", nil},
 		{"top rung's ceiling unknown", 0.8, f(0.95), &TopRung{}, missed,
 			"80.0% (≥ 90%) missed by 10.0 points (top rung's ceiling unknown); link 95.0%", nil},
-		{"encoder-limited", 0.6, f(0.7), &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}, notApplicable,
-			"n/a: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link; utilization 60%); link 70.0%", nil},
-		// targetRuns' link: 10 Mb/s, 5 Mb/s from 20 s, a mean of 7.5.
-		{"encoder-limited before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(8.5e6)}, notApplicable,
-			"n/a: encoder-limited while the link ran at 10.0 Mb/s: 1280x720 saturates at 8.50 Mb/s (85% of it; utilization 80%); link 85.0%", nil},
+		{"encoder-limited", 0.6, f(0.7), &TopRung{Size: "1280x720", Seconds: 20, OutputRatio: f(0.6), SaturationBps: f(4.5e6)}, met,
+			"100.0% of what the top rung can send (≥ 90%) met: encoder-limited, 1280x720 saturates at 4.50 Mb/s (60% of the link; utilization 60.0%); link 70.0%", nil},
+		// targetRuns' link: 10 Mb/s, 5 Mb/s from 20 s, a mean of 7.5. The
+		// top rung can send 8.5 Mb/s, then 5: a mean of 6.75, of which
+		// the stream's 6.0 is 88.9%.
+		{"encoder-limited before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(8.5e6)}, missed,
+			"88.9% of what the top rung can send (≥ 90%) missed by 1.1 points: encoder-limited while the link ran at 10.0 Mb/s: 1280x720 saturates at 8.50 Mb/s (85% of it; utilization 80.0%); link 85.0%", nil},
+		// The same, judged on the steady part as utilization is: the
+		// 2 s after the halving left out: 8.5 Mb/s for 15 s and 5 for 13
+		// can be sent, 6.88 at the mean, and the stream carried 0.82 of
+		// the link's 7.68.
+		{"encoder-limited before a halving, steady part", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(8.5e6)}, met,
+			"91.6% of what the top rung can send (≥ 90%) met: encoder-limited while the link ran at 10.0 Mb/s: 1280x720 saturates at 8.50 Mb/s (85% of it; utilization 80.0%); without the recovery after the steps (whole window 80.0%); link 85.0%", f(0.82)},
 		{"the encoder fills the link before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, SaturationBps: f(9.5e6)}, missed,
 			"80.0% (≥ 90%) missed by 10.0 points; link 85.0%", nil},
-		{"the link above the top rung's Max", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 6e6}, notApplicable,
-			"n/a: ladder-limited, 1280x720 sends at most its Max, 6.00 Mb/s (80% of the link; utilization 80%); link 85.0%", nil},
-		{"the link above the top rung's Max before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 8.5e6}, notApplicable,
-			"n/a: ladder-limited while the link ran at 10.0 Mb/s: 1280x720 sends at most its Max, 8.50 Mb/s (85% of it; utilization 80%); link 85.0%", nil},
+		{"the link above the top rung's Max", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 6e6}, met,
+			"109.1% of what the top rung can send (≥ 90%) met: ladder-limited, 1280x720 sends at most its Max, 6.00 Mb/s (80% of the link; utilization 80.0%); link 85.0%", nil},
+		{"the link above the top rung's Max before a halving", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 8.5e6}, missed,
+			"88.9% of what the top rung can send (≥ 90%) missed by 1.1 points: ladder-limited while the link ran at 10.0 Mb/s: 1280x720 sends at most its Max, 8.50 Mb/s (85% of it; utilization 80.0%); link 85.0%", nil},
 		{"the top rung's Max above the link", 0.8, f(0.85), &TopRung{Size: "1280x720", Seconds: 20, MaxBps: 20e6}, missed,
 			"80.0% (≥ 90%) missed by 10.0 points; link 85.0%", nil},
 		{"steps: the steady part met", 0.865, f(0.955), nil, met,
@@ -340,8 +353,8 @@ func TestLossHeld(t *testing.T) {
 			plainCell, missed},
 		{"default's top rung above it", func(_, d *Run) { d.Ceiling.MaxBps = 380e3 }, met,
 			heldCell, notApplicable},
-		{"the ladder below what the loss leaves", func(r, _ *Run) { r.Ceiling.MaxBps = 300e3 }, notApplicable,
-			"n/a: ladder-limited, 1280x720 sends at most its Max, 300 kb/s (4% of the link; utilization 4%); link 4.2%", notApplicable},
+		{"the ladder below what the loss leaves", func(r, _ *Run) { r.Ceiling.MaxBps = 300e3 }, met,
+			"130.0% of what the top rung can send (≥ 90%) met: ladder-limited, 1280x720 sends at most its Max, 300 kb/s (4% of the link; utilization 3.9%); link 4.2%", notApplicable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, def := targetRuns()
