@@ -60,7 +60,8 @@ type Control struct {
 	// WaitUs is the least of the last frames' waits at the bottleneck
 	// behind the frame before (transport.HeadWatch), less the shift;
 	// absent where the transport does not measure it (WebRTC, QUIC's
-	// expire mode, and files written before it was added).
+	// expire mode, and files written before it was added) and where a
+	// retransmission may have lengthened each of the last waits.
 	WaitUs *int64 `json:"wait_us,omitempty"`
 	// Loss is the share of packets the transport declared lost over the
 	// controller's last window, LossBase the share it takes for the

@@ -528,7 +528,8 @@ type ControlState struct {
 	RTT      time.Duration // the round trip the update read: the smoothed RTT, or fresher samples below it (see freshRTT)
 	// Wait is the least of the last frames' waits behind their
 	// predecessors, less the shift (see headWait); WaitKnown says the
-	// transport reported enough of them.
+	// transport reported enough of them and not every one of them spans
+	// a repair.
 	Wait      time.Duration
 	WaitKnown bool
 	Cut       bool // the update made a cut (congestion, or the transport's limit)
