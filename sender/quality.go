@@ -163,7 +163,9 @@ func (p phase) String() string {
 // this rung. Held to sentLead there, a stream cut to the lowest rung's
 // floor by its start's queue (100 kb/s, 172 ms) took 2.4 s to climb back
 // to the capacity once the queue had drained: each step waits for the
-// encoder to show it.
+// encoder to show it. A cut deep enough to move the stream down a rung
+// keeps that lead up to the lower rung's Max, which the encoder fills at
+// fewer pixels as readily (TestControllerRecoversAcrossRungDown).
 //
 // # Congestion
 //
@@ -327,7 +329,7 @@ type Controller struct {
 	lastCut   time.Time
 	lastCutQ  time.Duration
 	overhead  float64      // bytes written per encoded byte
-	shown     rate.Bitrate // the rate sent when the last congestion cut came, at the current rung; 0 if none
+	shown     rate.Bitrate // the rate sent when the last congestion cut came, at the current rung or, after a move down, up to its Max; 0 if none
 	prevBits  rate.Bitrate
 	outRatio  float64 // encoder output over its target
 	debt      float64 // keyframe bytes still to pay back

@@ -938,6 +938,47 @@ func TestControllerRecoversToWhatItSent(t *testing.T) {
 	}
 }
 
+// TestControllerRecoversAcrossRungDown: a series of cuts takes the rate far
+// below the rung's Min (a halving into a short buffer), the rung moves down
+// at once, and the rate holds there while the queue drains. The recovery
+// then climbs back to what the encoder filled before the cuts, up to the
+// lower rung's Max, within a second, as it does without the rung change
+// (TestControllerRecoversToWhatItSent); held to a quarter above
+// what the new rung had sent, it took 3.5 s to climb from 54 to 172 kb/s
+// on a path that carried 293 (a real run, 620 to 310 kb/s at 119 ms,
+// CUBIC, a 60 ms buffer).
+func TestControllerRecoversAcrossRungDown(t *testing.T) {
+	c := NewController(testLadder, 600*rate.Kbps)
+	f := newFeed(c)
+	f.run(5*time.Second, func() Observation {
+		c.rate = min(c.rate, 600*rate.Kbps) // the path carries no more
+		o := clean(600 * rate.Kbps)()
+		o.AppLimited = false
+		return o
+	})
+	if c.Rung().Size.W != 320 {
+		t.Fatalf("rung %v, want 320x180", c.Rung().Size)
+	}
+	o := clean(600 * rate.Kbps)()
+	o.Now, o.AppLimited, o.RTT = f.now, false, o.RTT+300*time.Millisecond
+	c.congested(o, 300*time.Millisecond, 0)
+	path := 300 * rate.Kbps
+	c.rate, c.capacity, c.ceiling = 60*rate.Kbps, path, path // what the series left
+	if !c.chooseRung(f.now) || c.Rung().Size.W != 160 {
+		t.Fatalf("rung %v after the cuts, want 160x90 at once", c.Rung().Size)
+	}
+	f.fill = 0.85
+	f.run(700*time.Millisecond, func() Observation {
+		c.rate = 60 * rate.Kbps // held while the queue drains
+		return clean(path)()
+	})
+	f.run(time.Second, func() Observation { return clean(path)() })
+	if want := testLadder[0].Max.Scale(0.95); c.rate < want {
+		t.Errorf("a second after the queue drained: rate %v, want at least %v (the lower rung's Max, short of the cruising rate %v)",
+			c.rate, want, path.Scale(cruiseGain))
+	}
+}
+
 // TestControllerSeriesCutKeepsCapacity: a cut before the last one's queue
 // drained (recovering) does not raise the capacity to what was sent a
 // feedback delay ago, which at the start is the first frames' overshoot;

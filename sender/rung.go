@@ -29,7 +29,8 @@ func (c *Controller) chooseRung(now time.Time) bool {
 		for c.rung > 0 && t < c.ladder[c.rung].Min {
 			c.rung--
 		}
-		c.lastChange, c.upSince, c.downSince, c.encode, c.shown = now, time.Time{}, time.Time{}, 0, 0
+		c.lastChange, c.upSince, c.downSince, c.encode = now, time.Time{}, time.Time{}, 0
+		c.shown = min(c.shown, c.ladder[c.rung].Max)
 		return true
 	}
 	c.downSince = time.Time{}
