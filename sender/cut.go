@@ -131,17 +131,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	c.lastBurst = burst
 	c.plan = drainPlan{}
 	if burst {
-		// A queue that grows faster than the sending rate can make it,
-		// or the first after a stall the transport reported, is a
-		// burst: the backlog a stall left (BBR's PROBE_RTT, a
-		// retransmission timeout) leaving at once. It says nothing of
-		// the capacity; drain it and keep the estimate. If it goes on
-		// growing, the next cut treats it as the rate's.
-		f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
-		c.noteShown(o.Now)
-		c.rate = min(c.rate, c.capacity.Scale(f))
-		c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
-		c.phase, c.phaseAt = recovering, o.Now
+		c.drainBurst(o, excess)
 		return
 	}
 	if c.loss.overflow(o.Now, sentWindow) > 0 {
@@ -161,15 +151,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	// delay (the lagged slope, times lagFactor); the cut drains it
 	// within drainTime.
 	queue := excess.Seconds() + lagFactor*max(slope, 0)*c.fb.Seconds()
-	if c.cuts == 0 || (o.Now.Sub(c.lastCut) > shiftTime && c.dipped) {
-		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
-		c.firstCap, c.firstCeil = c.capacity, c.ceiling
-		c.firstSent = c.sentRate(o.Now.Add(-sentWindow), o.Now)
-	}
-	c.cuts++
-	if !c.congestedOnce {
-		c.congestedOnce, c.startQueue = true, true // the first congestion: the start's queue
-	}
+	c.countCut(o, excess)
 	if d := measured(o); !confirmed && c.startQueue && d > est {
 		// The start's queue has not drained since: no congestion before
 		// it, so the drain rate is a lower bound of the path's (and the
@@ -205,6 +187,35 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	c.phase, c.phaseAt = recovering, o.Now
 	if overshoot {
 		c.plan.start(o.Now, time.Duration(queue*float64(time.Second)), est)
+	}
+}
+
+// drainBurst cuts on a burst: a queue that grows faster than the sending
+// rate can make it, or the first after a stall the transport reported, is
+// the backlog a stall left (BBR's PROBE_RTT, a retransmission timeout)
+// leaving at once. It says nothing of the capacity; drain it and keep the
+// estimate. If it goes on growing, the next cut treats it as the rate's.
+func (c *Controller) drainBurst(o Observation, excess time.Duration) {
+	f := max(minCut, cutFactor-excess.Seconds()/drainTime.Seconds())
+	c.noteShown(o.Now)
+	c.rate = min(c.rate, c.capacity.Scale(f))
+	c.lastCut, c.lastCutQ, c.dipped = o.Now, excess, false
+	c.phase, c.phaseAt = recovering, o.Now
+}
+
+// countCut counts a cut in its series, which starts afresh at the first
+// cut since the queue drained, or at one more than shiftTime after the
+// last if the excess fell to the band's top since (see shifted), keeping
+// what stood before it; the first congestion of all is the start's queue.
+func (c *Controller) countCut(o Observation, excess time.Duration) {
+	if c.cuts == 0 || (o.Now.Sub(c.lastCut) > shiftTime && c.dipped) {
+		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
+		c.firstCap, c.firstCeil = c.capacity, c.ceiling
+		c.firstSent = c.sentRate(o.Now.Add(-sentWindow), o.Now)
+	}
+	c.cuts++
+	if !c.congestedOnce {
+		c.congestedOnce, c.startQueue = true, true
 	}
 }
 
