@@ -134,18 +134,6 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 		c.drainBurst(o, excess)
 		return
 	}
-	if c.loss.overflow(o.Now, sentWindow) > 0 {
-		// The bottleneck drops what the stream sends past it: its buffer
-		// is full, and the queue grows no more. The smoothed RTT still
-		// climbs while it catches up with the full buffer (an eighth an
-		// ACK), and a retransmission's sample adds to it; read as growth,
-		// the climb divided the estimate by it a second time (the losses
-		// already take off what the buffer did not keep) and projected
-		// a queue the buffer cannot hold: a halving from 620 to 310 kb/s
-		// into a 60 ms buffer was cut to 54 kb/s
-		// (TestControllerCutCountsOverflow).
-		slope = min(slope, 0)
-	}
 	est, confirmed := c.cutEstimate(o, slope)
 	// The queue now is the excess plus what it grew over the feedback
 	// delay (the lagged slope, times lagFactor); the cut drains it
