@@ -903,6 +903,17 @@ func TestSentRateWholeIntervals(t *testing.T) {
 	}
 }
 
+// backlogged observes for d a path without queueing that carries no more
+// than path, with the transport backlogged (not application-limited).
+func (f *feed) backlogged(d time.Duration, path rate.Bitrate) Decision {
+	return f.run(d, func() Observation {
+		f.c.rate = min(f.c.rate, path)
+		o := clean(path)()
+		o.AppLimited = false
+		return o
+	})
+}
+
 // TestControllerRecoversToWhatItSent: after a deep cut, held while its
 // queue drains, the rate returns to the cruising rate within a second,
 // even with an encoder that gives only 85% of a raised target at once. The
@@ -913,12 +924,7 @@ func TestSentRateWholeIntervals(t *testing.T) {
 func TestControllerRecoversToWhatItSent(t *testing.T) {
 	c := NewController(testLadder, 1*rate.Mbps)
 	f := newFeed(c)
-	f.run(5*time.Second, func() Observation {
-		c.rate = min(c.rate, 1*rate.Mbps) // the path carries no more
-		o := clean(1 * rate.Mbps)()
-		o.AppLimited = false
-		return o
-	})
+	f.backlogged(5*time.Second, 1*rate.Mbps)
 	o := clean(1 * rate.Mbps)()
 	o.Now, o.AppLimited, o.RTT = f.now, false, o.RTT+500*time.Millisecond
 	c.congested(o, 500*time.Millisecond, 0)
@@ -950,12 +956,7 @@ func TestControllerRecoversToWhatItSent(t *testing.T) {
 func TestControllerRecoversAcrossRungDown(t *testing.T) {
 	c := NewController(testLadder, 600*rate.Kbps)
 	f := newFeed(c)
-	f.run(5*time.Second, func() Observation {
-		c.rate = min(c.rate, 600*rate.Kbps) // the path carries no more
-		o := clean(600 * rate.Kbps)()
-		o.AppLimited = false
-		return o
-	})
+	f.backlogged(5*time.Second, 600*rate.Kbps)
 	if c.Rung().Size.W != 320 {
 		t.Fatalf("rung %v, want 320x180", c.Rung().Size)
 	}
