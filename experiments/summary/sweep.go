@@ -12,6 +12,7 @@ import (
 	"replenish/experiments/emu"
 	"replenish/experiments/report"
 	"replenish/metrics"
+	"replenish/rate"
 	"replenish/records"
 )
 
@@ -252,12 +253,18 @@ func payloadShare(in Input, win []joinedFrame) float64 {
 // floor returns floor_ms as a function of the time since T0: the one-way
 // delay then (with half the path's jitter, its median draw), plus the
 // median frame's serialization at the bottleneck rate then, plus the
-// median encode, all over the window's frames. A frame's serialization is
-// that of its packets: the bytes written for it over the payload's share
-// of the link's IP bytes (payloadShare), so that the headers count (at
-// 30 kb/s they are 23 ms of a frame's 125). Where the share is
-// unknown it is the bytes written, or the VP8 bytes where those are, and
-// the second result says so. It reports false without frames.
+// median encode, all over the window's frames. On a path whose rate steps
+// the median frame is that of the frames captured while the path had the
+// rate (rateMedians), as the path model's segments take it: the stream
+// fills a doubled link with frames twice as large, whose own
+// serialization the window's median (mostly the slower path's frames)
+// halved (a 1.4 to 2.8 Mb/s doubling at 15 fps read 43 ms over the floor
+// at the median, 13 ms against each rate's own frames). A frame's
+// serialization is that of its packets: the bytes written for it over the
+// payload's share of the link's IP bytes (payloadShare), so that the
+// headers count (at 30 kb/s they are 23 ms of a frame's 125). Where the
+// share is unknown it is the bytes written, or the VP8 bytes where those
+// are, and the second result says so. It reports false without frames.
 func floor(in Input, win []joinedFrame) (func(time.Duration) float64, string, bool) {
 	share, note := payloadShare(in, win), ""
 	var sizes, encodes []float64
@@ -279,15 +286,40 @@ func floor(in Input, win []joinedFrame) (func(time.Duration) float64, string, bo
 	if len(sizes) == 0 || len(encodes) == 0 {
 		return nil, "", false
 	}
-	slices.Sort(sizes)
-	slices.Sort(encodes)
-	size, encode := metrics.Percentile(sizes, 50), metrics.Percentile(encodes, 50)
 	p := in.Spec.Path
+	size := rateMedians(in, win, sizes)
+	slices.Sort(encodes)
+	encode := metrics.Percentile(encodes, 50)
 	return func(t time.Duration) float64 {
 		fwd, _ := emu.SplitRTT(p.RTTAt(t))
 		fwd += p.Jitter / 2
-		return float64(fwd)/float64(time.Millisecond) + size*8/float64(p.RateAt(t))*1e3 + encode
+		r := p.RateAt(t)
+		return float64(fwd)/float64(time.Millisecond) + size(r)*8/float64(r)*1e3 + encode
 	}, note, true
+}
+
+// rateMedians returns the median of sizes (one per frame of win) over the
+// frames captured while the path had a given rate, or over all of them
+// for a rate none was captured at.
+func rateMedians(in Input, win []joinedFrame, sizes []float64) func(rate.Bitrate) float64 {
+	by := map[rate.Bitrate][]float64{}
+	for i, f := range win {
+		r := in.Spec.Path.RateAt(in.TL.at(f.CaptureUs))
+		by[r] = append(by[r], sizes[i])
+	}
+	med := map[rate.Bitrate]float64{}
+	for r, v := range by {
+		slices.Sort(v)
+		med[r] = metrics.Percentile(v, 50)
+	}
+	all := slices.Sorted(slices.Values(sizes))
+	whole := metrics.Percentile(all, 50)
+	return func(r rate.Bitrate) float64 {
+		if m, ok := med[r]; ok {
+			return m
+		}
+		return whole
+	}
 }
 
 // overFloor returns the percentiles of each frame's capture to received

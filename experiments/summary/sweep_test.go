@@ -228,17 +228,36 @@ func stepRecords() videoData {
 // captured: after a round-trip step the path's own delay is not the
 // sender's queue.
 func TestOverFloorFollowsTheRTT(t *testing.T) {
+	// The floor: 20 ms one way (100 ms after the step) + 5000 B at 1 Mb/s
+	// + a 3 ms encode.
+	step := scenario.Step{At: 6 * time.Second, RTT: 200 * time.Millisecond}
+	checkOverFloor(t, step, 5000, 5000, 63*time.Millisecond, 143*time.Millisecond)
+}
+
+func TestOverFloorFollowsTheRate(t *testing.T) {
+	// The rate doubles and the frames with it: 20 ms one way + 5000 B at
+	// 1 Mb/s, then 10000 B at 2 Mb/s, + a 3 ms encode, either side. The
+	// window's median frame (10000 B: 6 s of its 8 are after the step)
+	// would put the floor at 103 ms before it.
+	step := scenario.Step{At: 4 * time.Second, Rate: 2 * rate.Mbps}
+	checkOverFloor(t, step, 5000, 10000, 63*time.Millisecond, 63*time.Millisecond)
+}
+
+// checkOverFloor summarizes 10 s of frames (the window: 2 to 10 s) at 30 fps on a 1 Mb/s path
+// whose schedule has one step, of before bytes each before it and after
+// after, each received 10 ms over the floor (every tenth 50 ms) that is
+// floor0 before the step and floor1 after, and checks floor_ms and
+// over_floor_ms.
+func checkOverFloor(t *testing.T, step scenario.Step, before, after int, floor0, floor1 time.Duration) {
+	t.Helper()
 	in := videoInput()
-	in.Spec.Path.Schedule = []scenario.Step{{At: 6 * time.Second, RTT: 200 * time.Millisecond}}
+	in.Spec.Path.Schedule = []scenario.Step{step}
 	var v videoData
 	for i := range 300 {
 		capture := time.Duration(i) * time.Second / 30
-		// The floor: 20 ms one way (100 ms after the step) + 5000 B at
-		// 1 Mb/s + a 3 ms encode. Every frame 10 ms over it, every
-		// tenth 50 ms.
-		floor := 63 * time.Millisecond
-		if capture >= 6*time.Second {
-			floor = 143 * time.Millisecond
+		floor, size := floor0, before
+		if capture >= step.At {
+			floor, size = floor1, after
 		}
 		over := 10 * time.Millisecond
 		if i%10 == 0 {
@@ -246,21 +265,26 @@ func TestOverFloorFollowsTheRTT(t *testing.T) {
 		}
 		ts := uint32(1000 + 3000*i)
 		v.Frames = append(v.Frames, records.Frame{RTPTimestamp: ts, CaptureUs: at(capture), EncodeStartUs: at(capture + time.Millisecond),
-			EncodeEndUs: at(capture + 4*time.Millisecond), WriteStartUs: at(capture + 5*time.Millisecond), Bytes: 5000, Width: 640, Height: 360})
+			EncodeEndUs: at(capture + 4*time.Millisecond), WriteStartUs: at(capture + 5*time.Millisecond), Bytes: size, Width: 640, Height: 360})
 		v.Received = append(v.Received, records.ViewerFrame{Kind: records.KindReceived, RTPTimestamp: ts, CaptureUs: at(capture),
-			ReceivedUs: at(capture + floor + over), Bytes: 5000})
+			ReceivedUs: at(capture + floor + over), Bytes: size})
 	}
 	r, _ := summarizeVideo(in, v)
-	if r.FloorMs == nil || !near(*r.FloorMs, 63, 1e-9) {
-		t.Fatalf("floor %v ms, want 63 (the path at the window's start)", r.FloorMs)
+	if r.FloorMs == nil {
+		t.Fatal("no floor")
+	}
+	if want := ms(floor0.Microseconds()); !near(*r.FloorMs, want, 1e-9) {
+		t.Fatalf("floor %g ms, want %g (the path at the window's start)", *r.FloorMs, want)
 	}
 	if o := r.OverFloorMs; o == nil || !near(o.P50, 10, 1e-9) || !near(o.P95, 50, 1e-9) {
 		t.Errorf("over the floor %+v, want p50 10 ms and p95 50 ms", o)
 	}
 	// Against the floor at the window's start, the frames after the step
 	// would look 80 ms queued.
-	if c := r.CaptureToReceivedMs; c == nil || c.P50-*r.FloorMs < 50 {
-		t.Errorf("capture to received %+v: the case does not tell the two floors apart", c)
+	if floor0 != floor1 {
+		if c := r.CaptureToReceivedMs; c == nil || c.P50-*r.FloorMs < 50 {
+			t.Errorf("capture to received %+v: the case does not tell the two floors apart", c)
+		}
 	}
 }
 
