@@ -383,6 +383,12 @@ func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame
 		HeadWait: inv.HeadWait, HeadWaitAt: inv.HeadWaitAt, HeadWaitRepaired: inv.HeadWaitRepaired, LatestRTT: inv.LatestRTT, LatestRTTAt: inv.LatestRTTAt,
 	})
 	control := s.ctrl.State()
+	if pc, ok := t.(pacingCapper); ok && inv.DrainRate > 0 {
+		if err := pc.CapPacing(pacingCap(control)); err != nil {
+			s.cfg.Source.Release(f)
+			return err
+		}
+	}
 	if d.RungChanged {
 		s.cfg.Source.SetSize(d.Rung.Size) // frames rendered from now on
 		s.log.Debug("rung", "size", d.Rung.Size, "target", d.Bitrate)

@@ -25,6 +25,12 @@ type fakeTransport struct {
 	invite chan transport.Invitation
 	writes []write
 	leads  []time.Duration
+	caps   []rate.Bitrate
+}
+
+func (f *fakeTransport) CapPacing(r rate.Bitrate) error {
+	f.caps = append(f.caps, r)
+	return nil
 }
 
 func (f *fakeTransport) SetLead(d time.Duration) error {
@@ -328,6 +334,25 @@ func TestDeclaresLead(t *testing.T) {
 			if d < leadMargin {
 				t.Errorf("lead %d = %v, want at least the margin %v", i, d, leadMargin)
 			}
+		}
+	})
+}
+
+// TestCapsPacing checks that the sender caps the transport's pacing
+// before each frame it writes under source buffer management, and leaves
+// it alone without a drain rate (no source buffer management).
+func TestCapsPacing(t *testing.T) {
+	bubble(t, Config{}, func(s *Sender, src *media.Source, f *fakeTransport) {
+		for _, drain := range []rate.Bitrate{0, 0, rate.Mbps, rate.Mbps, rate.Mbps} {
+			f.invite <- transport.Invitation{DrainRate: drain}
+			synctest.Wait()
+			time.Sleep(40 * time.Millisecond)
+		}
+		if len(f.writes) != 5 || len(f.caps) != 3 {
+			t.Fatalf("%d pacing caps for %d writes, want one before each of the 3 with a drain rate", len(f.caps), len(f.writes))
+		}
+		if f.caps[2] != pacingCap(s.ctrl.State()) {
+			t.Errorf("last cap %v, want pacingCap of the controller's state, %v", f.caps[2], pacingCap(s.ctrl.State()))
 		}
 	})
 }

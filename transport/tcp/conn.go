@@ -99,6 +99,9 @@ type Conn struct {
 	passive bool
 
 	wbuf []byte // WriteFrame's framing buffer; sending goroutine only
+	// pacingCap is the SO_MAX_PACING_RATE CapPacing set last, bytes a
+	// second; 0 before it set one.
+	pacingCap atomic.Uint64
 	// testHookBeforeWrite, if set, runs just before WriteFrame's write.
 	testHookBeforeWrite func()
 	// testHookStamp, if set, sees every stamp read from the error queue,

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"replenish/framer"
+	"replenish/rate"
 	"replenish/transport"
 )
 
@@ -253,6 +254,36 @@ func (c *Conn) setupPacing(fd int) error {
 		return fmt.Errorf("%w: SO_MAX_PACING_RATE reads %d, set %d", ErrOption, got, uint64(uncapped))
 	}
 	c.opts.Paced = true
+	return nil
+}
+
+// CapPacing caps the kernel's pacing rate at r (SO_MAX_PACING_RATE; its
+// bytes are the segments', headers and all), or lifts the cap where r is
+// zero, on a socket the kernel paces anyway: one that asked for pacing
+// (Config.Pace), or whose congestion control is BBR, which paces at its
+// own rate. On any other it does nothing: the option would turn pacing
+// on. See sender's pacing cap for why.
+func (c *Conn) CapPacing(r rate.Bitrate) error {
+	if !c.opts.Paced && c.opts.Congestion != "bbr" {
+		return nil
+	}
+	v := uint64(math.MaxUint64 - 1) // set, uncapped (see setupPacing)
+	if r > 0 {
+		v = uint64(r) / 8
+	}
+	if c.pacingCap.Swap(v) == v {
+		return nil
+	}
+	var err error
+	if cerr := c.raw.Control(func(fd uintptr) {
+		err = unix.SetsockoptUint64(int(fd), unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, v)
+	}); cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		c.pacingCap.Store(0)
+		return fmt.Errorf("tcp: setsockopt SO_MAX_PACING_RATE: %w", err)
+	}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"replenish/framer"
+	"replenish/rate"
 	"replenish/transport"
 	"replenish/transport/drain"
 )
@@ -353,6 +354,54 @@ func TestOptionsReadBack(t *testing.T) {
 			e.c.raw.Control(func(fd uintptr) { pacing, _ = unix.GetsockoptUint64(int(fd), unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE) })
 			if (pacing != math.MaxUint64) != tc.cfg.Pace || o.Paced != tc.cfg.Pace {
 				t.Errorf("SO_MAX_PACING_RATE = %#x, Options.Paced %v, Config.Pace %v", pacing, o.Paced, tc.cfg.Pace)
+			}
+		})
+	}
+}
+
+// TestCapPacing checks that CapPacing sets SO_MAX_PACING_RATE where the
+// kernel paces anyway (Config.Pace, BBR), lifts it again with zero, and
+// leaves an unpaced socket unpaced: the option would turn pacing on.
+func TestCapPacing(t *testing.T) {
+	if err := CheckCongestion("bbr"); err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		paced bool
+	}{
+		{"cubic", Config{Congestion: "cubic"}, false},
+		{"cubic paced", Config{Congestion: "cubic", Pace: true}, true},
+		{"bbr", Config{Congestion: "bbr"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newPair(t, tc.cfg, pairOptions{})
+			read := func() uint64 {
+				var v uint64
+				e.c.raw.Control(func(fd uintptr) { v, _ = unix.GetsockoptUint64(int(fd), unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE) })
+				return v
+			}
+			unset := read()
+			for _, step := range []struct {
+				cap  rate.Bitrate
+				want uint64
+			}{
+				{2 * rate.Mbps, 250_000},
+				{2 * rate.Mbps, 250_000},
+				{10 * rate.Mbps, 1_250_000},
+				{0, math.MaxUint64 - 1},
+			} {
+				if err := e.c.CapPacing(step.cap); err != nil {
+					t.Fatal(err)
+				}
+				want := step.want
+				if !tc.paced {
+					want = unset
+				}
+				if got := read(); got != want {
+					t.Errorf("after CapPacing(%v): SO_MAX_PACING_RATE = %d, want %d", step.cap, got, want)
+				}
 			}
 		})
 	}

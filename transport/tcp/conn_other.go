@@ -5,6 +5,7 @@ package tcp
 import (
 	"context"
 
+	"replenish/rate"
 	"replenish/transport"
 )
 
@@ -24,6 +25,9 @@ func (c *Conn) drainInLocked(fd int) {}
 
 // write writes b as it is.
 func (c *Conn) write(b []byte) (int, error) { return c.tc.Write(b) }
+
+// CapPacing does nothing: a Conn cannot be created on this platform.
+func (c *Conn) CapPacing(r rate.Bitrate) error { return nil }
 
 // CheckCongestion returns ErrUnsupported: socket management needs Linux.
 func CheckCongestion(name string) error { return ErrUnsupported }
