@@ -106,7 +106,8 @@ type Config struct {
 	// no cap): Linux then spreads what cwnd lets go at 1.2 times cwnd a
 	// smoothed round trip (2 times early in slow start) instead of sending
 	// it at once, as it does under the fq qdisc. BBR paces either way. It
-	// cannot be turned off for the connection. See LongFrame.
+	// cannot be turned off for the connection. See LongFrame, and
+	// CapPacing for a cap.
 	Pace bool
 	// MaxPending bounds the frames awaiting a departure timestamp. Zero
 	// means DefaultMaxPending.
