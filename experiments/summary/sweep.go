@@ -259,7 +259,7 @@ func payloadShare(in Input, win []joinedFrame) float64 {
 // fills a doubled link with frames twice as large, whose own
 // serialization the window's median (mostly the slower path's frames)
 // halved (a 1.4 to 2.8 Mb/s doubling at 15 fps read 43 ms over the floor
-// at the median, 13 ms against each rate's own frames). A frame's
+// at the median, 15 ms against each rate's own frames). A frame's
 // serialization is that of its packets: the bytes written for it over the
 // payload's share of the link's IP bytes (payloadShare), so that the
 // headers count (at 30 kb/s they are 23 ms of a frame's 125). Where the
