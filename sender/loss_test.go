@@ -14,14 +14,11 @@ import (
 // milliseconds, and what is sent beyond the capacity is lost. random adds
 // loss whatever the rate. The drain rate reported is drainBias over the
 // capacity, as the drain estimator's windowed maximum ran on such paths.
-// With rng, the packets are whole and each is lost at random with the
-// loss rate; without, the counts are the expected ones.
 type lossyPath struct {
 	capacity   rate.Bitrate
 	random     float64
 	drainBias  float64
 	sent, lost float64
-	rng        *rand.Rand
 }
 
 func (p *lossyPath) observe(f *feed) Observation {
@@ -33,18 +30,8 @@ func (p *lossyPath) observe(f *feed) Observation {
 	bytes := float64(f.d.Bitrate) / 8 * frame.Seconds() * 1.03
 	pkts := bytes/1400 + 1
 	over := 1 - float64(p.capacity)/(float64(f.d.Bitrate)*1.03)
-	loss := min(max(over, 0)+p.random, 1)
-	if p.rng == nil {
-		p.sent += pkts
-		p.lost += pkts * loss
-		return o
-	}
-	for range int(pkts) {
-		p.sent++
-		if p.rng.Float64() < loss {
-			p.lost++
-		}
-	}
+	p.sent += pkts
+	p.lost += pkts * min(max(over, 0)+p.random, 1)
 	return o
 }
 
@@ -121,9 +108,6 @@ func TestControllerRandomLossNoRatchet(t *testing.T) {
 	}
 }
 
-// TestLossMeter checks the loss rate's window: it needs a sample at least
-// span old and not before from, and a new connection's lower counts
-// restart it.
 // TestControllerSparseRandomLoss loses 3% of the packets at random on a
 // 730 kb/s path with a 50 ms buffer: about 90 packets a second, so a
 // second's window holds about three losses, and a window with more draws
@@ -209,6 +193,9 @@ func TestFell(t *testing.T) {
 	}
 }
 
+// TestLossMeter checks the loss rate's window: it needs a sample at least
+// span old and not before from, and a new connection's lower counts
+// restart it.
 func TestLossMeter(t *testing.T) {
 	var m lossMeter
 	t0 := time.Unix(1000, 0)
