@@ -218,17 +218,24 @@ func (c *Controller) countCut(o Observation, excess time.Duration) {
 // flat, took the rate that was sent for the capacity (3.2 Mb/s for a
 // 2 Mb/s path), and a third cut a second later ended it: nine seeds of
 // fifteen were back within bounds after more than 2 s, none with this.
+// The growth is the smoothed RTT's (times lagFactor) or the frames'
+// waits' (waitGrowth), whichever is more: at a few ACKs a second the
+// smoothed RTT moves an eighth per ACK and lags the queue by a second
+// (BBR, 230 kb/s halved at 202 ms: 0.15 s/s over the 0.47 s after a
+// cut, while the frames' waits, read every 130 ms, grew 49 to 64 ms at
+// each reading, a queue growing 0.53 s a second sent), and the second
+// cut came when the queue stood at 410 ms (TestSlowerPathFromWaits).
 func (c *Controller) slowerPath(o Observation) bool {
 	if o.Now.Sub(c.lastCut) < slopeWindow/2 {
 		return false
 	}
-	growth := c.slopeSince(o.Now, c.lastCut)
-	if growth <= slopeHigh {
+	growth := max(lagFactor*c.slopeSince(o.Now, c.lastCut), c.waitGrowth(c.lastCut))
+	if growth <= lagFactor*slopeHigh {
 		return false
 	}
 	then := o.Now.Add(-c.fb)
 	sent := c.sentRate(then.Add(-sentWindow), then)
-	return sent.Scale(1/(1+lagFactor*growth)) < c.capacity.Scale(slowerShare)
+	return sent.Scale(1/(1+growth)) < c.capacity.Scale(slowerShare)
 }
 
 // noteShown keeps, at a cut, the rate sent over the last sentWindow: the

@@ -69,6 +69,8 @@ const (
 	waitFrames   = 3                      // frames whose least wait behind their predecessors counts (see headWait)
 	freshSamples = 3                      // the transport's newest round-trip samples that must all lie below the smoothed RTT (see freshRTT)
 	waitMargin   = 5 * time.Millisecond   // taken off that wait
+	waitTrendMax = 0.75                   // the frames' waits growing this fast (s/s) are no queue's: a path a quarter as fast would build it
+	waitSteps    = 3                      // the steps between frames' waits whose least is a growth (two may hold a jump)
 	mssGuess     = 1448                   // bytes per segment, for counting ACKs
 	unknownDrain = 0                      // a drain rate at or below this is unknown
 )
@@ -372,6 +374,7 @@ type Controller struct {
 	fresh   rttSamples
 	rttNow  time.Duration // the round trip the last update read (see freshRTT)
 	rtts    []sample      // (time, the RTT read (see freshRTT), plainAvg)
+	waited  []sample      // (time, the frames' least wait (see headWait)) while it counts
 	scratch []time.Duration
 	sent    []written
 }

@@ -299,6 +299,37 @@ func (c *Controller) slopeSince(now, from time.Time) float64 {
 	return (n*stv - st*sv) / d
 }
 
+// waitGrowth returns the queue's growth since from that the frames'
+// waits show (see headWait), in seconds per second of sending; 0 if they
+// do not grow, are not read, or fewer than waitSteps steps from one
+// frame's wait to the next were read since. A frame's wait is read when
+// its predecessor's acknowledgement returns, which comes later by the
+// wait itself, so a wait that grows w seconds per second read is a queue
+// growing w/(1−w) per second sent, and w never reaches 1. The growth is
+// the least of the last waitSteps steps', and none from waitTrendMax up:
+// a longer base round trip raises the waits at once, in a step or two of
+// the least of three (a path's, for the shift to learn: see shifted);
+// taken as a trend it read as a path ten times slower (BBR, 3 Mb/s, 80
+// to 320 ms, in the path model: the capacity fell to 90 kb/s, and the
+// stream sent 15 kb/s for 15 s).
+func (c *Controller) waitGrowth(from time.Time) float64 {
+	w, n := math.Inf(1), 0
+	for i := len(c.waited) - 1; i > 0 && n < waitSteps; i-- {
+		s, prev := c.waited[i], c.waited[i-1]
+		if prev.t.Before(from) {
+			break
+		}
+		if s.t.After(prev.t) {
+			w = min(w, (s.v-prev.v)/float64(s.t.Sub(prev.t)))
+			n++
+		}
+	}
+	if n < waitSteps || w <= 0 || w >= waitTrendMax {
+		return 0
+	}
+	return w / (1 - w)
+}
+
 // gone says a smoothed RTT falling at slope (s/s) takes the excess away
 // within d: the slope shows about 1/lagFactor of the queue's fall.
 func gone(excess time.Duration, slope float64, d time.Duration) bool {
@@ -409,11 +440,15 @@ func (w *frameWaits) least() (time.Duration, bool) {
 // received over the floor 61 and 77 ms at the median without it, 12 and
 // 12 ms with it, the link 95% busy either way.
 func (c *Controller) headWait(o Observation) time.Duration {
+	n := c.waits.n
 	c.waits.add(o, c.shift)
 	w, ok := c.waits.least()
 	base := o.MinRTT + c.shift
 	if !ok || o.HeadWaitAt.IsZero() || c.frameSer() < base/4 {
 		return 0
+	}
+	if c.waits.n > n {
+		c.waited = push(c.waited, sample{t: o.Now, v: float64(w)}, o.Now.Add(-refWindow))
 	}
 	return w - waitMargin
 }
