@@ -309,9 +309,10 @@ func (c *Controller) slopeSince(now, from time.Time) float64 {
 // the least of the last waitSteps steps', and none from waitTrendMax up:
 // a longer base round trip raises the waits at once, in a step or two of
 // the least of three (a path's, for the shift to learn: see shifted);
-// taken as a trend it read as a path ten times slower (BBR, 3 Mb/s, 80
-// to 320 ms, in the path model: the capacity fell to 90 kb/s, and the
-// stream sent 15 kb/s for 15 s).
+// taken for a growth, as the trend over the window or as the median
+// step, it read as a path ten times slower (BBR, 3 Mb/s, 80 to 320 ms, in
+// the path model: the capacity fell to 93 kb/s, and the stream sent 15
+// to 30 kb/s for 15 s).
 func (c *Controller) waitGrowth(from time.Time) float64 {
 	w, n := math.Inf(1), 0
 	for i := len(c.waited) - 1; i > 0 && n < waitSteps; i-- {
