@@ -6,6 +6,9 @@ import (
 	"replenish/rate"
 )
 
+// TestPacingCap: no cap while starting (the start's estimate would bound
+// the drain rate it learns from) or with nothing known; after it, 1.5
+// times the larger of the capacity and the rate.
 func TestPacingCap(t *testing.T) {
 	for _, tc := range []struct {
 		st   ControlState
