@@ -10,7 +10,7 @@ import (
 // cut answered it.
 type answer struct {
 	at                      time.Time
-	q                       time.Duration
+	q, peak                 time.Duration // the excess at the cut, and its highest since
 	capacity, ceiling, rate rate.Bitrate
 }
 
@@ -27,7 +27,12 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // stream's own falls once it sends below the capacity, while one that is
 // above the band and higher than at the cut, with the path draining what
 // the stream sent (the rate sent since within overDrain of the drain
-// rate), is another flow's. The cuts are then undone (the capacity,
+// rate), is another flow's, unless the stream had overshot the capacity
+// before the cut (its rate past probePast times it) and the queue has
+// since fallen below ownFall of its peak: an overshoot's queue grows for
+// a feedback delay after the cut, then drains, and taken for another
+// flow's it suppressed the cuts through a halving of the link
+// (TestAnsweredOwnOvershoot). The cuts are then undone (the capacity,
 // ceiling and rate from before the first come back) and none follows for
 // shiftTime or two feedback delays (doubled for each undo in a streak:
 // see foreignQueue), in which the rate climbs as on an empty queue: held
@@ -40,12 +45,17 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // either, and the drain rate's windowed maximum still remembers the faster
 // path (TestRateControlOnPaths' halvings took 3.5 to 12 s to recover).
 func (c *Controller) answered(o Observation, excess time.Duration) {
-	if c.ans.at.IsZero() || o.Now.Sub(c.ans.at) < c.fb+drainTime/2 {
+	if c.ans.at.IsZero() {
+		return
+	}
+	c.ans.peak = max(c.ans.peak, excess)
+	if o.Now.Sub(c.ans.at) < c.fb+drainTime/2 {
 		return
 	}
 	a := c.ans
 	c.ans = answer{}
-	grown := excess > a.q && excess > c.high
+	draining := a.rate > a.capacity.Scale(probePast) && float64(excess) < ownFall*float64(a.peak)
+	grown := excess > a.q && excess > c.high && !draining
 	sent, drained := c.sentRate(a.at, o.Now), measured(o)
 	carried := sent > 0 && drained > 0 && sent.Scale(1/overDrain) <= drained
 	if c.shift <= c.high {

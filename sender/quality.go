@@ -47,6 +47,7 @@ const (
 	overDrain    = 1.1                    // the rate sent over the drain rate that says the excess is its own
 	shiftGrown   = 1.25                   // an excess over this times the last cut's grew since it: not standing
 	shiftFall    = 5 * time.Second        // an excess falling too slowly to be gone within this is standing
+	ownFall      = 0.75                   // an excess below this share of its peak since a cut is draining: the stream's own
 	maxUndos     = 3                      // the quiet time after an undo doubles with each in a streak, up to this many
 	slopeWindow  = 500 * time.Millisecond // the window of the round trip's trend
 	sentWindow   = 500 * time.Millisecond // the window of the sent rate

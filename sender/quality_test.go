@@ -1249,3 +1249,45 @@ func TestExcessFollowsFrameSize(t *testing.T) {
 		})
 	}
 }
+
+// TestAnsweredOwnOvershoot judges a cut on a path whose base has shifted
+// (see shifted) and whose queue grew after it while the path carried what
+// the stream sent. A probe that overshot the capacity before the cut
+// (1.34 times, in a real run alone on 2 Mb/s, CUBIC, 80 ms) leaves a queue
+// of its own that grows for a feedback delay after the cut and then falls:
+// there it stood at 29 ms, down from 67 ms, at the judgement, and taken
+// for another flow's, the cuts were undone and none came for 2 s, through
+// a halving of the link. Such a queue is the stream's own. A queue still
+// near its peak is another flow's even after an overshoot (a download's
+// queue that a probe met), and one that fell without an overshoot before
+// the cut too (a BBR download's drain phase).
+func TestAnsweredOwnOvershoot(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	capacity, drain := 2*rate.Mbps, 2*rate.Mbps
+	for _, tc := range []struct {
+		name       string
+		before     rate.Bitrate  // the rate at the cut
+		peak, now  time.Duration // the excess at its highest since the cut, and at the judgement
+		wantUndone bool
+	}{
+		{"own overshoot, queue falling", 2680 * rate.Kbps, 67 * time.Millisecond, 29 * time.Millisecond, false},
+		{"overshoot, queue near its peak", 2680 * rate.Kbps, 67 * time.Millisecond, 60 * time.Millisecond, true},
+		{"no overshoot, queue falling", 1950 * rate.Kbps, 67 * time.Millisecond, 29 * time.Millisecond, true},
+	} {
+		c := NewController(testLadder, capacity)
+		c.shift, c.low, c.high, c.fb = 22*time.Millisecond, qLow, qHigh, 150*time.Millisecond
+		c.capacity, c.ceiling, c.rate = capacity, capacity, tc.before
+		cut := t0.Add(time.Second)
+		c.sent = []written{{from: t0, to: t0.Add(2 * time.Second), bytes: float64(drain) / 8 * 2}}
+		c.await(cut, 18*time.Millisecond)
+		c.capacity, c.rate = 1500*rate.Kbps, 1500*rate.Kbps // the cuts
+		o := Observation{DrainRate: drain, RTT: 100 * time.Millisecond, MinRTT: 80 * time.Millisecond}
+		o.Now = cut.Add(c.fb)
+		c.answered(o, tc.peak)
+		o.Now = cut.Add(c.fb + drainTime/2)
+		c.answered(o, tc.now)
+		if undone := c.capacity == capacity; undone != tc.wantUndone {
+			t.Errorf("%s: capacity %v after the judgement, undone %v, want %v", tc.name, c.capacity, undone, tc.wantUndone)
+		}
+	}
+}
