@@ -1291,3 +1291,48 @@ func TestAnsweredOwnOvershoot(t *testing.T) {
 		}
 	}
 }
+
+// TestAnsweredHalvedPath: a cut judged after the path halved is not undone
+// for another flow's queue when a path-limited window that closed since the
+// cut delivered well below what the stream sent, though the drain rate's
+// windowed maximum still holds the faster path.
+func TestAnsweredHalvedPath(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	before := 3 * rate.Mbps
+	for _, tc := range []struct {
+		name       string
+		newest     rate.Bitrate
+		closed     time.Duration // since the cut
+		wantUndone bool
+	}{
+		{"halved, measured since the cut", 1486 * rate.Kbps, 850 * time.Millisecond, false},
+		{"no window since the cut", 1486 * rate.Kbps, -time.Second, true},
+		{"the path as fast as before", 2950 * rate.Kbps, 850 * time.Millisecond, true},
+		{"a share of it, beside another flow", 1900 * rate.Kbps, 850 * time.Millisecond, true},
+		{"a share of it, beside another flow", 1900 * rate.Kbps, 150 * time.Millisecond, true},
+	} {
+		c := NewController(testLadder, before)
+		c.shift, c.low, c.high, c.fb = 16*time.Millisecond, qLow, qHigh, 550*time.Millisecond
+		c.capacity, c.ceiling, c.rate = before, before, 2900*rate.Kbps
+		cut := t0.Add(time.Second)
+		// A probe's small cut awaits its judgement when the path halves;
+		// the halving's cut comes 0.7 s after it, and the judgement a
+		// feedback delay (grown with the queue) and half drainTime after
+		// the first.
+		c.sent = []written{
+			{from: cut, to: cut.Add(700 * time.Millisecond), bytes: 2900e3 / 8 * 0.7},
+			{from: cut.Add(700 * time.Millisecond), to: cut.Add(1050 * time.Millisecond), bytes: 1200e3 / 8 * 0.35},
+		}
+		c.await(cut, 10*time.Millisecond)
+		c.capacity, c.rate = 1577*rate.Kbps, 915*rate.Kbps // the cuts
+		o := Observation{
+			DrainRate: 2965 * rate.Kbps, Newest: tc.newest, NewestAt: cut.Add(tc.closed),
+			RTT: 500 * time.Millisecond, MinRTT: 212 * time.Millisecond,
+		}
+		o.Now = cut.Add(c.fb + drainTime/2)
+		c.answered(o, 183*time.Millisecond)
+		if undone := c.capacity == before; undone != tc.wantUndone {
+			t.Errorf("%s: capacity %v after the judgement, undone %v, want %v", tc.name, c.capacity, undone, tc.wantUndone)
+		}
+	}
+}
