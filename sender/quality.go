@@ -41,6 +41,7 @@ const (
 	selfPackets  = 2                      // frames of up to this many segments have their own queueing scaled in full
 	selfGrown    = 1.15                   // frames this much larger than a round trip's are larger by more than their noise
 	selfScale    = 2                      // the most a round trip's own queueing is scaled to today's frame size
+	selfWait     = 2                      // feedback delays from the first update before the self term takes a round trip
 	shiftCuts    = 2                      // cuts without effect before the base round trip moves
 	shiftTime    = 2 * time.Second        // over at least this long
 	shiftFb      = 6                      // and this many feedback delays
@@ -371,13 +372,14 @@ type Controller struct {
 	overflow                  overflowed
 	plan                      drainPlan // the drain of a probe's overshoot
 
-	waits   frameWaits
-	fresh   rttSamples
-	rttNow  time.Duration // the round trip the last update read (see freshRTT)
-	rtts    []sample      // (time, the RTT read (see freshRTT), plainAvg)
-	waited  []sample      // (time, the frames' least wait (see headWait)) while it counts
-	scratch []time.Duration
-	sent    []written
+	waits    frameWaits
+	fresh    rttSamples
+	rttNow   time.Duration // the round trip the last update read (see freshRTT)
+	rtts     []sample      // (time, the RTT read (see freshRTT), plainAvg)
+	selfFrom time.Time     // the first round trip the self term takes (see excess)
+	waited   []sample      // (time, the frames' least wait (see headWait)) while it counts
+	scratch  []time.Duration
+	sent     []written
 }
 
 type sample struct {
@@ -743,6 +745,9 @@ func (c *Controller) sentRate(from, to time.Time) rate.Bitrate {
 func (c *Controller) control(o Observation, dt time.Duration) {
 	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg}, o.Now.Add(-refWindow))
 	c.fb = c.feedback(o, dt)
+	if c.selfFrom.IsZero() {
+		c.selfFrom = o.Now.Add(selfWait * c.fb)
+	}
 	c.low, c.high = c.band()
 	excess := c.excess(o, dt)
 	c.shifted(o, excess)
