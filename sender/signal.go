@@ -127,7 +127,7 @@ func measured(o Observation) rate.Bitrate {
 // the handshake's: over QUIC at 15 fps, 3.1 Mb/s and 212 ms, a quarter of
 // the first three seconds' round trips held it at 3 ms while the frames'
 // own queueing was about 30, and the base moved by the difference at 3 s
-// (see shifted) in five runs of seven; a cut that a slower path's queue
+// (see shifted) in nine runs of ten; a cut that a slower path's queue
 // drew later was then undone for another flow's (TestSelfTermAfterFirstAcks).
 func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 	base := o.MinRTT + c.shift
