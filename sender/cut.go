@@ -47,11 +47,11 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // from the stream's delivery only what that flow pushes past the link (at
 // most BBR's probing gain, 1.25: beside a BBR download at 10 Mb/s in the
 // path model, 42 of 43 judgements found the newest window at 0.78 or more
-// of what was sent). A probe's cut at 3 Mb/s
-// (QUIC, 212 ms, 15 fps) was judged after the link halved, its queue grown
-// to 183 ms, the newest window 1.49 Mb/s against 2.3 sent, and the undo the
-// maximum's 2.97 Mb/s allowed put the rate back to 3 Mb/s on 1.55
-// (TestAnsweredHalvedPath). Only once the base has moved (see
+// of what was sent). A probe's cut at 3 Mb/s (QUIC, 212 ms, 15 fps) was
+// judged after the link halved, its queue grown to 183 ms, the newest
+// window 1.49 Mb/s against 2.3 sent, and the undo the maximum's 2.97 Mb/s
+// allowed put the rate back to 3 Mb/s on 1.55 (TestAnsweredHalvedPath).
+// Only once the base has moved (see
 // shifted): before, a halving's queue is not answered by a cut too shallow
 // either, and the drain rate's windowed maximum still remembers the faster
 // path (TestRateControlOnPaths' halvings took 3.5 to 12 s to recover).

@@ -1309,7 +1309,6 @@ func TestAnsweredHalvedPath(t *testing.T) {
 		{"no window since the cut", 1486 * rate.Kbps, -time.Second, true},
 		{"the path as fast as before", 2950 * rate.Kbps, 850 * time.Millisecond, true},
 		{"a share of it, beside another flow", 1900 * rate.Kbps, 850 * time.Millisecond, true},
-		{"a share of it, beside another flow", 1900 * rate.Kbps, 150 * time.Millisecond, true},
 	} {
 		c := NewController(testLadder, before)
 		c.shift, c.low, c.high, c.fb = 16*time.Millisecond, qLow, qHigh, 550*time.Millisecond
