@@ -137,19 +137,18 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 		frames /= time.Duration(1 + max(o.Skipped, 0))
 	}
 	span := max(envelope, frames*5/2)
+	from := c.selfFrom
+	if c.rtts[len(c.rtts)-1].t.Before(from) {
+		from = time.Time{} // too early: every round trip counts
+	}
 	c.scratch = c.scratch[:0]
 	for _, s := range c.rtts {
 		v := time.Duration(s.v)
-		if !s.t.Before(c.selfFrom) {
+		if !s.t.Before(from) {
 			c.scratch = append(c.scratch, c.ownNow(v-base, s.size))
 		}
 		if !s.t.Before(o.Now.Add(-span)) {
 			recent = min(recent, v)
-		}
-	}
-	if len(c.scratch) == 0 { // too early: every round trip counts
-		for _, s := range c.rtts {
-			c.scratch = append(c.scratch, c.ownNow(time.Duration(s.v)-base, s.size))
 		}
 	}
 	slices.Sort(c.scratch)
