@@ -460,11 +460,17 @@ func judgeRecovery(r Run, def *Run) judgement {
 	_, held := lossHeld(r, def)
 	for i, st := range r.Steps {
 		var j judgement
-		if held && st.Change == StepRateRise {
+		why, repaired := retransmitHeld(r, C2RP50OverFloorMs, retransmitShareP50)
+		switch {
+		case held && st.Change == StepRateRise:
 			// Utilization back at 90% of a link the loss keeps the
 			// transport far below.
 			j = judgement{notApplicable, fmt.Sprintf("rise: %s loss holds the transport below the link (see utilization)", fmtLoss(r.Loss))}
-		} else {
+		case repaired && st.Change == StepRateFall:
+			// Back under the floor plus the median's allowance: the
+			// median the same retransmissions hold past it.
+			j = judgement{notApplicable, "fall: " + why}
+		default:
 			j = judgeStep(r, i, st)
 		}
 		if j.verdict == notApplicable {

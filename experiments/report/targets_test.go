@@ -411,6 +411,15 @@ func TestLossHeld(t *testing.T) {
 	if j := judgeRecovery(rise, &riseDef); j.verdict != missed {
 		t.Errorf("a fall with loss: %q (verdict %d)", j.cell, j.verdict)
 	}
+	// A fall whose criterion, the median back under the floor plus 25 ms,
+	// the retransmissions hold as they hold the p50 (see
+	// TestRetransmitHeld): not judged.
+	fall := rise
+	fall.RateBps, fall.RTTMs, fall.Loss, fall.Utilization, fall.GoodputBps, fall.LinkUtilization = 5_800_000, 169, 0.02, 0.8, 0.8*5.8e6, f(0.838)
+	fall.Steps = []Step{{AtS: 20, Change: StepRateFall, RateBps: 2_900_000, RTTMs: 169}}
+	if j := judgeRecovery(fall, &riseDef); j.verdict != notApplicable || !strings.HasPrefix(j.cell, "n/a: fall: 2% loss: 69% of the time") {
+		t.Errorf("a fall whose median the repairs hold: %q (verdict %d)", j.cell, j.verdict)
+	}
 	// Without loss too: frames that never left the host were held by
 	// default's own backlog (BBR paces its window at the bottleneck's
 	// rate and keeps that bottleneck's queue short).
