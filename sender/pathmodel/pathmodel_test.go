@@ -451,3 +451,48 @@ func TestEncoderFloor(t *testing.T) {
 		t.Errorf("60 fps: frames of %.0f bytes at the floor, %.2f of 30 fps's, want 0.8 to 0.95 (libvpx: 0.88)", at60, r)
 	}
 }
+
+// TestEncoderCutDip checks the model encoder's output, with CutDip, after
+// its target falls from one frame to the next: short of the new target
+// after a deep fall, for a few hundred milliseconds, as libvpx's was in
+// the real runs (cutDip's doc), and at it after a shallow one.
+func TestEncoderCutDip(t *testing.T) {
+	rung := media.Ladder[2]
+	const fps = 30
+	// share returns the output over the new target's steady output in
+	// [from, to) after a fall from 2 Mb/s by k times.
+	share := func(k float64, from, to time.Duration) float64 {
+		e := encoder{m: EncoderModel{CutDip: true}.withDefaults(), rng: rand.New(rand.NewPCG(3, 4)), srcFPS: fps}
+		d := rung.Interval(fps)
+		e.setBitrate(2 * rate.Mbps)
+		for range 2 * fps {
+			e.encode(rung, d, false)
+		}
+		low := rate.Bitrate(float64(2*rate.Mbps) / k)
+		e.setBitrate(low)
+		var bits float64
+		var n int
+		for at := time.Duration(0); at < to; at += d {
+			b, _, _ := e.encode(rung, d, false)
+			if at >= from {
+				bits += float64(b * 8)
+				n++
+			}
+		}
+		return bits / (float64(n) * float64(low) * d.Seconds() * e.m.Output)
+	}
+	for _, tc := range []struct {
+		k        float64
+		from, to time.Duration
+		lo, hi   float64
+	}{
+		{4, 0, 250 * time.Millisecond, 0.35, 0.65},
+		{4, time.Second, 1500 * time.Millisecond, 0.9, 1.1},
+		{2, 0, 250 * time.Millisecond, 0.6, 0.9},
+		{1.3, 0, 250 * time.Millisecond, 0.9, 1.1},
+	} {
+		if got := share(tc.k, tc.from, tc.to); got < tc.lo || got > tc.hi {
+			t.Errorf("after a fall by %g times, output in [%v, %v) %.2f of the new target's, want %.2f to %.2f", tc.k, tc.from, tc.to, got, tc.lo, tc.hi)
+		}
+	}
+}
