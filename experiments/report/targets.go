@@ -458,9 +458,9 @@ func judgeRecovery(r Run, def *Run) judgement {
 	var cells, skipped []string
 	v := notApplicable
 	_, held := lossHeld(r, def)
+	why, repaired := retransmitHeld(r, C2RP50OverFloorMs, retransmitShareP50)
 	for i, st := range r.Steps {
 		var j judgement
-		why, repaired := retransmitHeld(r, C2RP50OverFloorMs, retransmitShareP50)
 		switch {
 		case held && st.Change == StepRateRise:
 			// Utilization back at 90% of a link the loss keeps the

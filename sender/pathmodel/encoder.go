@@ -70,12 +70,12 @@ const (
 
 // After a target that falls k times from one frame to the next, libvpx's
 // output runs short of the new target, more so the deeper the fall. Over
-// the real runs' frames (the sweep, the scenario set and two draws), at
-// the median, as a share of the new target over the first quarter second
-// and the next: 0.97 and 1.00 after a fall of 1.3 to 2 times, 0.72 and
-// 0.94 after 2 to 3 times, 0.48 and 0.63 after three times or more, then
-// 0.86 to 0.95 for the next second (CBR's buffer, filled at the old rate,
-// drains at the new one). The model's dip below the steady output is
+// the frames of real runs (the sweep, the scenario set, two draws), at the
+// median, as a share of the new target over the first quarter second and
+// the next: 0.97 and 1.00 after a fall of 1.3 to 2 times, 0.72 and 0.94
+// after 2 to 3 times, 0.48 and 0.63 after three times or more; after the
+// deeper falls, 0.86 to 0.95 for the second that follows (CBR's buffer,
+// filled at the old rate, drains at the new one). The model's dip below the steady output is
 // cutDipK·(k−1)², at most cutDipMax, and decays with cutDipTau.
 const (
 	cutDipK   = 0.3
@@ -121,8 +121,8 @@ func (m EncoderModel) withDefaults() EncoderModel {
 }
 
 // encoder is the model's VP8 encoder: rate control that follows its target
-// (down at once, short of it for a while after a deep fall, up mostly at
-// once and the rest over about a second), never
+// (down at once, or with CutDip short of it for a while after a deep fall;
+// up mostly at once and the rest over about a second), never
 // above the rung's saturation; frames never smaller than the coarsest
 // quantizer makes them at the rung's own frame rate; frame sizes by
 // temporal layer, with noise; each frame as long as the interval the
