@@ -452,7 +452,7 @@ func TestEncoderFloor(t *testing.T) {
 	}
 }
 
-// TestEncoderCutDip checks the model encoder's output, with CutDip, after
+// TestEncoderCutDip checks the model encoder's output after
 // its target falls from one frame to the next: short of the new target
 // after a deep fall, for a few hundred milliseconds, as libvpx's was in
 // the real runs (cutDip's doc), and at it after a shallow one.
@@ -462,7 +462,7 @@ func TestEncoderCutDip(t *testing.T) {
 	// share returns the output over the new target's steady output in
 	// [from, to) after a fall from 2 Mb/s by k times.
 	share := func(k float64, from, to time.Duration) float64 {
-		e := encoder{m: EncoderModel{CutDip: true}.withDefaults(), rng: rand.New(rand.NewPCG(3, 4)), srcFPS: fps}
+		e := encoder{m: EncoderModel{}.withDefaults(), rng: rand.New(rand.NewPCG(3, 4)), srcFPS: fps}
 		d := rung.Interval(fps)
 		e.setBitrate(2 * rate.Mbps)
 		for range 2 * fps {
