@@ -19,11 +19,14 @@ func (c *Controller) probeSpeed() float64 {
 // grow raises the rate: exponentially while starting; after a cut back to
 // the cruising rate within a few feedback delays; then, after cruising, by
 // probing past the capacity at a speed the feedback delay allows, faster
-// and faster once well past it.
+// and faster once well past it; while another flow's queue stands (a
+// streak of undos: see answered), without the cruise and at foreignSpeed
+// at least.
 func (c *Controller) grow(o Observation, dt time.Duration) {
 	if !c.loss.cutAt.IsZero() {
 		return // a loss cut is being judged at the rate it set: see lossMeter
 	}
+	foreign := o.Now.Before(c.foreign.until) && c.foreign.undos >= 2 && c.shift > c.high && !c.overDrained(o) // another flow's queue stands: see foreignQueue
 	cruise := c.capacity.Scale(cruiseGain)
 	want, lead := c.rate, c.rate
 	if c.phase == recovering {
@@ -42,12 +45,15 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 		}
 	case cruising:
 		want = max(want, cruise)
-		if o.Now.Sub(c.phaseAt) >= max(cruiseTime, cruiseFb*c.fb) {
+		if o.Now.Sub(c.phaseAt) >= max(cruiseTime, cruiseFb*c.fb) || foreign {
 			c.phase, c.phaseAt, c.speed = probing, o.Now, c.probeSpeed()
 			c.overflow.heldAt = time.Time{} // an earlier probe's hold is not this one's
 		}
 	case probing:
 		speed := c.speed
+		if foreign {
+			speed = max(speed, foreignSpeed)
+		}
 		if c.rate < c.before.Scale(cruiseGain) {
 			// Below where the path carried the stream before the last
 			// cut: that may have been a burst or a stall rather than

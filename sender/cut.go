@@ -40,7 +40,28 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // cycle drew the next cut, and beside one download the stream kept 6.9%
 // of 10 Mb/s (CUBIC, 40 ms) and 20% of 2 Mb/s (BBR, 40 ms) in the path
 // model, at the median of five seeds (10 and 28% with the climb, 11 and
-// 39% with the streak; TestBesideDownload). Nor where a path-limited window
+// 39% with the streak; TestBesideDownload). Climbing as on an empty
+// queue, it still kept little: the other flow's queue is also the feedback
+// delay (a 130 kb/s stream beside CUBIC at 2 Mb/s and 40 ms read a delay
+// of 730 ms), so the cruise lasted seconds and the probe's speed
+// (probeK/fb²) was 2 to 6% a second, and the quiet time ran out first.
+// In a streak's quiet time (a second undo or later) the rate now skips
+// the cruise and probes at foreignSpeed at least, while the base's shift
+// stands above the band and the stream sends no more than the path
+// drains (overDrained): no signal of its own queue shows under another
+// flow's anyway, and the rate leads what the encoder sends by sentLead at
+// most. Without those conditions it ran past the path on its own queue
+// taken for another flow's: after a download ended, on a shift of 11 ms
+// left within the band, to 3 Mb/s on a 2 Mb/s path (the path model,
+// CUBIC, 20 ms; TestAfterDownloadAcrossPaths); and on a real path after
+// the round trip stepped from 20 to 172 ms, a quiet time after an undo
+// took the rate from 1.8 to 2.9 Mb/s on 2 Mb/s in 1.5 s (p95 89 ms over
+// the floor). Beside one download (64 paths: CUBIC and BBR, 1 to 10
+// Mb/s, 20 to 172 ms, 100 and 200 ms buffers, nine seeds) the stream's
+// median share rose from 18.4 to 24.2% beside CUBIC (the least path's
+// from 2.1 to 6.0%) and from 27.4 to 27.6% beside BBR, and after the
+// download ended (the same paths, measured alone from 5 s after its end)
+// no run broke the bounds, as before. Nor where a path-limited window
 // that closed since the cut delivered less than slowerShare of what the
 // stream sent: the path slowed, while the drain rate's windowed maximum
 // remembers the faster one for ten round trips. Another flow's queue takes

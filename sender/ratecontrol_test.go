@@ -698,8 +698,11 @@ func (d downloadPath) path(until time.Duration) pathmodel.Path {
 // near two fifths, and the five seeds' median read 0.42 where fifteen
 // read 0.34. Over fifteen, with the encoder's dip after a deep cut: 12.5,
 // 29.6, 12.9, 28.3 and 31.5% (13.4, 29.2, 11.7, 34.4 and 31.4% without
-// it). These floors record a shortfall, not a target: a fair share is
-// half.
+// it); since the quiet time skips the cruise and probes at foreignSpeed
+// at least in a streak (see Controller.answered), 31.5, 31.0, 15.1, 36.5
+// and 32.8%.
+// These floors record a
+// shortfall, not a target: a fair share is half.
 func TestBesideDownload(t *testing.T) {
 	if raceEnabled {
 		t.Skip("runs without the race detector (test.sh)")
@@ -708,10 +711,10 @@ func TestBesideDownload(t *testing.T) {
 		downloadPath
 		want float64
 	}{
-		{downloadPath{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic}, 0.10},
+		{downloadPath{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic}, 0.25},
 		{downloadPath{2 * rate.Mbps, 172 * time.Millisecond, pathmodel.Cubic}, 0.20},
 		{downloadPath{10 * rate.Mbps, 40 * time.Millisecond, pathmodel.Cubic}, 0.09},
-		{downloadPath{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.BBR}, 0.25},
+		{downloadPath{2 * rate.Mbps, 40 * time.Millisecond, pathmodel.BBR}, 0.35},
 		{downloadPath{10 * rate.Mbps, 80 * time.Millisecond, pathmodel.BBR}, 0.28},
 	} {
 		t.Run(tc.name(), func(t *testing.T) {
@@ -770,6 +773,42 @@ func TestAfterDownload(t *testing.T) {
 				t.Errorf("link %.3f busy at the median run after the download ended, want at least 0.9", u)
 			}
 		})
+	}
+}
+
+// TestAfterDownloadAcrossPaths runs TestAfterDownload's measure over more
+// paths (CUBIC and BBR, 2 and 5 Mb/s, 20, 80 and 172 ms, nine seeds
+// each) and counts the runs whose p95 over the floor passes 80 ms. The
+// quiet time's fast probe (see Controller.answered), taken on every undo,
+// broke it in 8 of the 108 runs: undos the stream's own queue drew after
+// the download ended, on a shift left within the band, let the rate run
+// past the path. Held to a shift above the band and to a stream the path
+// drains, none (nor before the fast probe).
+func TestAfterDownloadAcrossPaths(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs without the race detector (test.sh)")
+	}
+	broken, runs := 0, 0
+	for _, cc := range []pathmodel.CC{pathmodel.Cubic, pathmodel.BBR} {
+		for _, r := range []rate.Bitrate{2 * rate.Mbps, 5 * rate.Mbps} {
+			for _, rtt := range []time.Duration{20 * time.Millisecond, 80 * time.Millisecond, 172 * time.Millisecond} {
+				d := downloadPath{r, rtt, cc}
+				for k := range 9 {
+					res, err := pathmodel.Run(pathmodel.Config{Path: d.path(25 * time.Second), Seed: uint64(k*1000 + 5), Warmup: 30 * time.Second})
+					if err != nil {
+						t.Fatal(err)
+					}
+					runs++
+					if res.Excess.P95 > 80*time.Millisecond {
+						broken++
+						t.Logf("%s, seed %d: excess over the floor p95 %v", d.name(), k*1000+5, res.Excess.P95)
+					}
+				}
+			}
+		}
+	}
+	if broken > 2 {
+		t.Errorf("%d of %d runs broke the p95 bound after the download ended, want at most 2", broken, runs)
 	}
 }
 
