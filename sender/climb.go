@@ -26,7 +26,9 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 	if !c.loss.cutAt.IsZero() {
 		return // a loss cut is being judged at the rate it set: see lossMeter
 	}
-	foreign := o.Now.Before(c.foreign.until) && c.foreign.undos >= 2 && c.shift > c.high && !c.overDrained(o) // another flow's queue stands: see foreignQueue
+	// Another flow's queue stands: see answered.
+	foreign := o.Now.Before(c.foreign.until) && c.foreign.undos >= 2 &&
+		c.shift > c.high && !c.overDrained(o)
 	cruise := c.capacity.Scale(cruiseGain)
 	want, lead := c.rate, c.rate
 	if c.phase == recovering {
