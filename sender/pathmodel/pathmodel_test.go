@@ -455,14 +455,15 @@ func TestEncoderFloor(t *testing.T) {
 // TestEncoderCutDip checks the model encoder's output after
 // its target falls from one frame to the next: short of the new target
 // after a deep fall, for a few hundred milliseconds, as libvpx's was in
-// the real runs (cutDip's doc), and at it after a shallow one.
+// the real runs (cutDip's doc), and at it after a shallow one or with
+// NoCutDip.
 func TestEncoderCutDip(t *testing.T) {
 	rung := media.Ladder[2]
 	const fps = 30
 	// share returns the output over the new target's steady output in
 	// [from, to) after a fall from 2 Mb/s by k times.
-	share := func(k float64, from, to time.Duration) float64 {
-		e := encoder{m: EncoderModel{}.withDefaults(), rng: rand.New(rand.NewPCG(3, 4)), srcFPS: fps}
+	share := func(m EncoderModel, k float64, from, to time.Duration) float64 {
+		e := encoder{m: m.withDefaults(), rng: rand.New(rand.NewPCG(3, 4)), srcFPS: fps}
 		d := rung.Interval(fps)
 		e.setBitrate(2 * rate.Mbps)
 		for range 2 * fps {
@@ -491,8 +492,11 @@ func TestEncoderCutDip(t *testing.T) {
 		{2, 0, 250 * time.Millisecond, 0.6, 0.9},
 		{1.3, 0, 250 * time.Millisecond, 0.9, 1.1},
 	} {
-		if got := share(tc.k, tc.from, tc.to); got < tc.lo || got > tc.hi {
+		if got := share(EncoderModel{}, tc.k, tc.from, tc.to); got < tc.lo || got > tc.hi {
 			t.Errorf("after a fall by %g times, output in [%v, %v) %.2f of the new target's, want %.2f to %.2f", tc.k, tc.from, tc.to, got, tc.lo, tc.hi)
 		}
+	}
+	if got := share(EncoderModel{NoCutDip: true}, 4, 0, 250*time.Millisecond); got < 0.9 || got > 1.1 {
+		t.Errorf("NoCutDip: after a fall by 4 times, output in the first 250ms %.2f of the new target's, want 0.9 to 1.1", got)
 	}
 }
