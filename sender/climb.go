@@ -26,9 +26,7 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 	if !c.loss.cutAt.IsZero() {
 		return // a loss cut is being judged at the rate it set: see lossMeter
 	}
-	// Another flow's queue stands: see answered.
-	foreign := o.Now.Before(c.foreign.until) && c.foreign.undos >= 2 &&
-		c.shift > c.high && !c.overDrained(o)
+	foreign := c.foreignClimb(o)
 	cruise := c.capacity.Scale(cruiseGain)
 	want, lead := c.rate, c.rate
 	if c.phase == recovering {

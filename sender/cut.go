@@ -141,6 +141,15 @@ func (f *foreignQueue) holds(now time.Time, shift time.Duration, own func() bool
 	return true
 }
 
+// foreignClimb reports whether the rate climbs fast, skipping the cruise
+// (see answered): in the quiet time of a streak of undos (the second or
+// later), while the base stands shifted above the band and the path
+// drains what the stream sends.
+func (c *Controller) foreignClimb(o Observation) bool {
+	return o.Now.Before(c.foreign.until) && c.foreign.undos >= 2 &&
+		c.shift > c.high && !c.overDrained(o)
+}
+
 // overDrained reports whether the rate sent over the last sentWindow is
 // more than overDrain times the drain rate: the stream's own queue grows.
 // Alone after a download ended, an undo judged the stream's own probe's
