@@ -20,6 +20,7 @@ const (
 	probeDouble  = 300 * time.Millisecond // the shortest time in which its speed doubles
 	probeFastest = 1.0                    // and its greatest speed, per second
 	regainSpeed  = 0.25                   // the speed back to the capacity before a cut, per second
+	fasterShare  = 0.35                   // an excess below minus this share of a frame's serialization says the path is faster
 	foreignSpeed = 0.5                    // the probe's least speed while another flow's queue stands, per second
 	regainBelow  = 0.8                    // for a cut that lowered the capacity below this share of it
 	startGrowth  = 0.7                    // e-folds per second while starting (doubling each second)
