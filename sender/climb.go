@@ -86,33 +86,44 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 	c.rate = min(c.rate, c.ladder[len(c.ladder)-1].Max.Scale(2))
 }
 
-// faster reports that the path has become faster: the excess lies below
-// minus the band's top and fasterShare of a frame's serialization at the
-// capacity. When the link's rate rises, each frame serializes in less
-// time, so the smoothed RTT's envelope falls under the self term, which
-// follows it only as the round trips of refWindow age (a low percentile of
-// them): after a doubling, frames of a segment or two read about half
-// their serialization below it for a second. That is the only word of the
-// new rate while the stream is application-limited, and the cruise and a
-// probe at a few packets a second are slow: probeSpeed is probeK/fb², and
-// the smoothed RTT's feedback delay there is eight frames. In the path
-// model a doubling from 100 to 200 kb/s took 6 to 8.3 s (the median of 15
-// seeds) to be back at 90% of the link at 20 to 172 ms; with the probe
-// at regainSpeed for the rest of it, 2.5 to 3.1 s (TestLowRateDoubling).
-// At 300 ms the smoothed RTT falls no faster than the self term follows,
-// and nothing changes. Not while starting or recovering from a cut: a
-// cut's frames are smaller, and the self term counts only their growth
-// (see ownNow). A round trip that falls for good reads so too for a
-// moment (the shift falls with it, and the self term's round trips stand
-// above the new base). With the threshold at a quarter of a frame's
-// serialization and the band's bottom, that return (BBR, 3 Mb/s, 320 to
-// 80 ms) lost two points of the link, and frame-size noise at 8 to
-// 16 Mb/s read as faster now and then; at this threshold the matrix's
-// paths without a rate step kept their utilization and p95 (five seeds),
-// with a guard against a falling shift or without one.
+// faster reports that the path has become faster: for half a feedback
+// delay the excess has read below minus the band's top and fasterShare of
+// a frame's serialization at the capacity. When the link's rate rises,
+// each frame serializes in less time, so the smoothed RTT's envelope falls
+// under the self term, which follows it only as the round trips of
+// refWindow age (a low percentile of them): after a doubling, frames of a
+// segment or two read about half their serialization below it for a
+// second. That is the only word of the new rate while the stream is
+// application-limited, and the cruise and a probe at a few packets a
+// second are slow: probeSpeed is probeK/fb², and the smoothed RTT's
+// feedback delay there is eight frames. In the path model a doubling from
+// 100 to 200 kb/s took 6 to 8.3 s (the median of 15 seeds) to be back at
+// 90% of the link at 20 to 172 ms; with the probe at regainSpeed for the
+// rest of it, 2.7 to 3.6 s (TestLowRateDoubling). The excess read is the
+// round trip's alone (ownExcess) where the frames' waits are not read
+// (a frame's serialization under a quarter of the round trip: see
+// headWait), whose floor of zero hid the fall at 300 ms, and then only
+// while the frames' waits show no queue either. The half feedback delay
+// passes over the self term's noise on long paths of many packets a
+// frame (CUBIC at 10 Mb/s and 172 ms read −12 to −13 ms for three frames
+// now and then, and its p95 over the floor rose 32 → 41 ms without it).
+// Not while starting or recovering from a cut: a cut's frames are
+// smaller, and the self term counts only their growth (see ownNow). A
+// round trip that falls for good reads so too for a moment (the shift
+// falls with it, and the self term's round trips stand above the new
+// base): with the threshold at a quarter of a frame's serialization and
+// the band's bottom, that return (BBR, 3 Mb/s, 320 to 80 ms) lost two
+// points of the link; at this one it does not.
 func (c *Controller) faster() bool {
-	if c.phase != cruising && c.phase != probing {
+	low := c.phase == cruising || c.phase == probing
+	low = low && c.excessNow < c.low &&
+		c.ownExcess < -max(c.high, time.Duration(fasterShare*float64(c.frameSer())))
+	if !low {
+		c.fastFrom = time.Time{}
 		return false
 	}
-	return c.excessNow < -max(c.high, time.Duration(fasterShare*float64(c.frameSer())))
+	if c.fastFrom.IsZero() {
+		c.fastFrom = c.prev
+	}
+	return c.prev.Sub(c.fastFrom) >= c.fb/2
 }

@@ -354,6 +354,8 @@ type Controller struct {
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
 	excessNow time.Duration // the excess the last update read
+	ownExcess time.Duration // the same from the round trip alone where the frames' waits are not read (see faster)
+	fastFrom  time.Time     // since when the excess has read a faster path (see faster)
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
 	lastSize  int           // bytes written for the frame before, 0 after a keyframe
 	plainAvg  float64       // bytes written per frame, keyframes aside, averaged
@@ -753,8 +755,13 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	c.low, c.high = c.band()
 	excess := c.excess(o, dt)
 	c.shifted(o, excess)
-	excess = max(c.excess(o, dt), c.headWait(o))
-	c.excessNow = excess
+	own := c.excess(o, dt)
+	wait, waits := c.headWait(o)
+	excess = max(own, wait)
+	c.excessNow, c.ownExcess = excess, excess
+	if !waits {
+		c.ownExcess = own
+	}
 	lossy := c.lossCongested(o, dt)
 	c.watchOverflow(o)
 	if measured(o) > 0 {

@@ -256,6 +256,41 @@ func TestControllerDrainingQueueNoSecondCut(t *testing.T) {
 	}
 }
 
+// TestControllerFaster: a path that grew reads as an excess well below
+// zero (see faster), from the round trip alone where the frames' waits
+// are not read; it counts once it has held for half a feedback delay, not
+// while the waits show a queue, and not while recovering from a cut.
+func TestControllerFaster(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		phase          phase
+		excess, own    time.Duration
+		faster, before bool // after half a feedback delay, and before it
+	}{
+		{"a doubling's fall", cruising, -30 * time.Millisecond, -30 * time.Millisecond, true, false},
+		{"hidden under the waits' floor", probing, 0, -30 * time.Millisecond, true, false},
+		{"the waits show a queue", cruising, 8 * time.Millisecond, -30 * time.Millisecond, false, false},
+		{"within the band", cruising, -10 * time.Millisecond, -10 * time.Millisecond, false, false},
+		{"recovering", recovering, -30 * time.Millisecond, -30 * time.Millisecond, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewController(testLadder, 200*rate.Kbps)
+			c.capacity, c.frameAvg = 200*rate.Kbps, 1500 // 60 ms a frame: the threshold is 21 ms
+			c.fb, c.low, c.high = 600*time.Millisecond, qLow, qHigh
+			c.phase, c.excessNow, c.ownExcess = tc.phase, tc.excess, tc.own
+			c.prev = time.Unix(1000, 0)
+			var got []bool
+			for _, dt := range []time.Duration{0, c.fb / 4, c.fb / 2} {
+				c.prev = time.Unix(1000, 0).Add(dt)
+				got = append(got, c.faster())
+			}
+			if got[0] || got[1] != tc.before || got[2] != tc.faster {
+				t.Errorf("faster at 0, a quarter and half a feedback delay: %v, want false, %v, %v", got, tc.before, tc.faster)
+			}
+		})
+	}
+}
+
 // TestControllerOvershootCut: the first cut on a queue that grows at a
 // rate the drain rate confirms (a probe's overshoot) takes the rate to
 // overshootCut of the capacity, less what drains the queue; a cut the

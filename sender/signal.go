@@ -427,16 +427,17 @@ func (w *frameWaits) least() (time.Duration, bool) {
 // bottleneck where the smoothed round trip cannot show it: the least of
 // the last waitFrames frames' waits behind their predecessors' tails
 // (transport.HeadWatch: the predecessor's acknowledgement less the frame's
-// write and the minimum round trip), less the shift and waitMargin; 0 if
-// the transport does not report the waits, where a frame's serialization
-// at the capacity is under a quarter of the base round trip, or where a
-// repair may have lengthened each of the waits (a retransmission since
-// the predecessor's write holds its acknowledgement a round trip: with
-// random loss of 2 to 3% at 200 ms (BBR, 15 fps), most frames hold a lost
-// packet, and read as a queue their waits cut the stream to an eighth of
-// the link, 13% in two real runs at 23.3 Mb/s against 47 and 57% with
-// them set aside; TestLossyWaitsRepaired). A repaired wait is still a
-// bound, so it counts in the least where another is clean.
+// write and the minimum round trip), less the shift and waitMargin, and
+// whether it read them; 0 and false if the transport does not report the
+// waits, where a frame's serialization at the capacity is under a quarter
+// of the base round trip, or where a repair may have lengthened each of
+// the waits (a retransmission since the predecessor's write holds its
+// acknowledgement a round trip: with random loss of 2 to 3% at 200 ms
+// (BBR, 15 fps), most frames hold a lost packet, and read as a queue their
+// waits cut the stream to an eighth of the link, 13% in two real runs at
+// 23.3 Mb/s against 47 and 57% with them set aside;
+// TestLossyWaitsRepaired). A repaired wait is still a bound, so it counts
+// in the least where another is clean.
 // A frame several round trips long (10 to 15 fps at a few Mb/s) takes the
 // whole of CUBIC's window, its own queueing fills the smoothed RTT, and the
 // self term (up to one frame at the capacity) hides a standing queue of up
@@ -453,16 +454,16 @@ func (w *frameWaits) least() (time.Duration, bool) {
 // TCP CUBIC at 2 Mb/s, 10 ms, a 50 ms buffer, 15 fps, two each: capture to
 // received over the floor 61 and 77 ms at the median without it, 12 and
 // 12 ms with it, the link 95% busy either way.
-func (c *Controller) headWait(o Observation) time.Duration {
+func (c *Controller) headWait(o Observation) (time.Duration, bool) {
 	n := c.waits.n
 	c.waits.add(o, c.shift)
 	w, ok := c.waits.least()
 	base := o.MinRTT + c.shift
 	if !ok || o.HeadWaitAt.IsZero() || c.frameSer() < base/4 {
-		return 0
+		return 0, false
 	}
 	if c.waits.n > n {
 		c.waited = push(c.waited, sample{t: o.Now, v: float64(w)}, o.Now.Add(-refWindow))
 	}
-	return w - waitMargin
+	return w - waitMargin, true
 }
