@@ -27,7 +27,7 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 	if !c.loss.cutAt.IsZero() {
 		return // a loss cut is being judged at the rate it set: see lossMeter
 	}
-	foreign, faster := c.foreignClimb(o), c.faster()
+	foreign, faster := c.foreignClimb(o), c.faster(o.Now)
 	cruise := c.capacity.Scale(cruiseGain)
 	want, lead := c.rate, c.rate
 	if c.phase == recovering {
@@ -114,16 +114,19 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 // base): with the threshold at a quarter of a frame's serialization and
 // the band's bottom, that return (BBR, 3 Mb/s, 320 to 80 ms) lost two
 // points of the link; at this one it does not.
-func (c *Controller) faster() bool {
-	low := c.phase == cruising || c.phase == probing
-	low = low && c.excessNow < c.low &&
+func (c *Controller) faster(now time.Time) bool {
+	return !c.fastFrom.IsZero() && now.Sub(c.fastFrom) >= c.fb/2
+}
+
+// watchFaster notes, at every update, since when the excess has read a
+// faster path (see faster).
+func (c *Controller) watchFaster(now time.Time) {
+	low := (c.phase == cruising || c.phase == probing) && c.excessNow < c.low &&
 		c.ownExcess < -max(c.high, time.Duration(fasterShare*float64(c.frameSer())))
-	if !low {
+	switch {
+	case !low:
 		c.fastFrom = time.Time{}
-		return false
+	case c.fastFrom.IsZero():
+		c.fastFrom = now
 	}
-	if c.fastFrom.IsZero() {
-		c.fastFrom = c.prev
-	}
-	return c.prev.Sub(c.fastFrom) >= c.fb/2
 }

@@ -762,6 +762,7 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	if !waits {
 		c.ownExcess = own
 	}
+	c.watchFaster(o.Now)
 	lossy := c.lossCongested(o, dt)
 	c.watchOverflow(o)
 	if measured(o) > 0 {

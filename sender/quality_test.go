@@ -278,11 +278,11 @@ func TestControllerFaster(t *testing.T) {
 			c.capacity, c.frameAvg = 200*rate.Kbps, 1500 // 60 ms a frame: the threshold is 21 ms
 			c.fb, c.low, c.high = 600*time.Millisecond, qLow, qHigh
 			c.phase, c.excessNow, c.ownExcess = tc.phase, tc.excess, tc.own
-			c.prev = time.Unix(1000, 0)
 			var got []bool
 			for _, dt := range []time.Duration{0, c.fb / 4, c.fb / 2} {
-				c.prev = time.Unix(1000, 0).Add(dt)
-				got = append(got, c.faster())
+				now := time.Unix(1000, 0).Add(dt)
+				c.watchFaster(now)
+				got = append(got, c.faster(now))
 			}
 			if got[0] || got[1] != tc.before || got[2] != tc.faster {
 				t.Errorf("faster at 0, a quarter and half a feedback delay: %v, want false, %v, %v", got, tc.before, tc.faster)
