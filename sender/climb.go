@@ -100,7 +100,7 @@ func (c *Controller) grow(o Observation, dt time.Duration) {
 // 100 to 200 kb/s took 6 to 8.3 s (the median of 15 seeds) to be back at
 // 90% of the link at 20 to 172 ms; with the probe at regainSpeed for the
 // rest of it, 2.7 to 3.6 s (TestLowRateDoubling). The excess read is the
-// round trip's alone (ownExcess) where the frames' waits are not read
+// round trip's alone where the frames' waits are not read
 // (a frame's serialization under a quarter of the round trip: see
 // headWait), whose floor of zero hid the fall at 300 ms, and then only
 // while the frames' waits show no queue either. The half feedback delay
@@ -119,10 +119,15 @@ func (c *Controller) faster(now time.Time) bool {
 }
 
 // watchFaster notes, at every update, since when the excess has read a
-// faster path (see faster).
-func (c *Controller) watchFaster(now time.Time) {
+// faster path (see faster): the excess the update read, or own, the round
+// trip's alone, where the frames' waits were not read (waits false).
+func (c *Controller) watchFaster(now time.Time, own time.Duration, waits bool) {
+	read := c.excessNow
+	if !waits {
+		read = own
+	}
 	low := (c.phase == cruising || c.phase == probing) && c.excessNow < c.low &&
-		c.ownExcess < -max(c.high, time.Duration(fasterShare*float64(c.frameSer())))
+		read < -max(c.high, time.Duration(fasterShare*float64(c.frameSer())))
 	switch {
 	case !low:
 		c.fastFrom = time.Time{}

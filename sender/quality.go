@@ -354,7 +354,6 @@ type Controller struct {
 	before    rate.Bitrate  // the capacity before a cut that lowered it much; 0 once regained or refuted
 	shift     time.Duration // the base round trip above the transport's minimum
 	excessNow time.Duration // the excess the last update read
-	ownExcess time.Duration // the same from the round trip alone where the frames' waits are not read (see faster)
 	fastFrom  time.Time     // since when the excess has read a faster path (see faster)
 	sizeDev   float64       // the log size's change from frame to frame, mean absolute
 	lastSize  int           // bytes written for the frame before, 0 after a keyframe
@@ -758,11 +757,8 @@ func (c *Controller) control(o Observation, dt time.Duration) {
 	own := c.excess(o, dt)
 	wait, waits := c.headWait(o)
 	excess = max(own, wait)
-	c.excessNow, c.ownExcess = excess, excess
-	if !waits {
-		c.ownExcess = own
-	}
-	c.watchFaster(o.Now)
+	c.excessNow = excess
+	c.watchFaster(o.Now, own, waits)
 	lossy := c.lossCongested(o, dt)
 	c.watchOverflow(o)
 	if measured(o) > 0 {

@@ -265,23 +265,25 @@ func TestControllerFaster(t *testing.T) {
 		name           string
 		phase          phase
 		excess, own    time.Duration
+		waits          bool // the frames' waits were read
 		faster, before bool // after half a feedback delay, and before it
 	}{
-		{"a doubling's fall", cruising, -30 * time.Millisecond, -30 * time.Millisecond, true, false},
-		{"hidden under the waits' floor", probing, 0, -30 * time.Millisecond, true, false},
-		{"the waits show a queue", cruising, 8 * time.Millisecond, -30 * time.Millisecond, false, false},
-		{"within the band", cruising, -10 * time.Millisecond, -10 * time.Millisecond, false, false},
-		{"recovering", recovering, -30 * time.Millisecond, -30 * time.Millisecond, false, false},
+		{"a doubling's fall", cruising, -30 * time.Millisecond, -30 * time.Millisecond, true, true, false},
+		{"hidden under the waits' floor", probing, 0, -30 * time.Millisecond, false, true, false},
+		{"the waits read, none below zero", probing, 0, -30 * time.Millisecond, true, false, false},
+		{"the waits show a queue", cruising, 8 * time.Millisecond, -30 * time.Millisecond, true, false, false},
+		{"within the band", cruising, -10 * time.Millisecond, -10 * time.Millisecond, true, false, false},
+		{"recovering", recovering, -30 * time.Millisecond, -30 * time.Millisecond, true, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewController(testLadder, 200*rate.Kbps)
 			c.capacity, c.frameAvg = 200*rate.Kbps, 1500 // 60 ms a frame: the threshold is 21 ms
 			c.fb, c.low, c.high = 600*time.Millisecond, qLow, qHigh
-			c.phase, c.excessNow, c.ownExcess = tc.phase, tc.excess, tc.own
+			c.phase, c.excessNow = tc.phase, tc.excess
 			var got []bool
 			for _, dt := range []time.Duration{0, c.fb / 4, c.fb / 2} {
 				now := time.Unix(1000, 0).Add(dt)
-				c.watchFaster(now)
+				c.watchFaster(now, tc.own, tc.waits)
 				got = append(got, c.faster(now))
 			}
 			if got[0] || got[1] != tc.before || got[2] != tc.faster {
