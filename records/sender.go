@@ -82,6 +82,9 @@ type Drain struct {
 	RateBps    int64  `json:"rate_bps"`
 	Source     string `json:"source"` // drain.Source: none, window, measured, window-capped, pacing-capped, stack
 	AppLimited bool   `json:"app_limited,omitempty"`
+	// Aged: the rate is held from a window older than the estimator's
+	// horizon (drain.Estimate.Aged).
+	Aged bool `json:"aged,omitempty"`
 	// MeasuredBps is the highest window in the estimator's maximum, before
 	// the bounds; BoundBps the tighter of the bounds.
 	MeasuredBps int64 `json:"measured_bps,omitempty"`
@@ -122,7 +125,7 @@ func DrainOf(d transport.DrainRecord) *Drain {
 	}
 	in, e := d.Input, d.Estimate
 	return &Drain{
-		RateBps: int64(e.Rate), Source: e.Source.String(), AppLimited: e.AppLimited,
+		RateBps: int64(e.Rate), Source: e.Source.String(), AppLimited: e.AppLimited, Aged: e.Aged,
 		MeasuredBps: int64(e.Measured), BoundBps: int64(e.Bound), WindowBps: int64(e.Window), WindowPathLimited: e.WindowPathLimited,
 		NewestBps: int64(e.Newest), NewestAtUs: Micros(e.NewestAt),
 		AtUs: Micros(in.At), Delivered: in.Delivered, Acks: in.Acks, InFlight: in.InFlight,

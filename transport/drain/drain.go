@@ -224,7 +224,13 @@ type Estimate struct {
 	// application-limited windows (a lower bound of the path), or is held
 	// from an older path-limited window.
 	AppLimited bool
-	Source     Source
+	// Aged reports that the rate is held from a window that closed before
+	// the last Rounds round trips (the newest path-limited window, or the
+	// newest of any): no window since measured as much. It may be the
+	// rate of a path that has since slowed, and is no lower bound of the
+	// path as it is now.
+	Aged   bool
+	Source Source
 	// Measured is the highest window in the maximum, before the bounds; 0
 	// before the first window.
 	Measured rate.Bitrate

@@ -316,19 +316,26 @@ func pushMax[T any](list []T, v T, key func(T) rate.Bitrate) []T {
 	return append(list, v)
 }
 
-// measured returns the highest window to report before the bounds, whether
-// it comes from an application-limited or aged-out window, and whether
-// there is one at all.
-func (e *Estimator) measured(now time.Time) (rate.Bitrate, bool, bool) {
+// reported is the window measured reports.
+type reported struct {
+	rate       rate.Bitrate
+	appLimited bool // application-limited, or aged out
+	aged       bool // closed before the horizon
+}
+
+// measured returns the highest window to report before the bounds, and
+// whether there is one at all.
+func (e *Estimator) measured(now time.Time) (reported, bool) {
 	switch {
 	case len(e.live) > 0 && e.live[0].rate >= e.floor.rate:
-		return e.live[0].rate, !e.live[0].pathLimited, true
+		return reported{rate: e.live[0].rate, appLimited: !e.live[0].pathLimited}, true
 	case !e.floor.end.IsZero():
-		return e.floor.rate, now.Sub(e.floor.end) > e.horizon, true
+		aged := now.Sub(e.floor.end) > e.horizon
+		return reported{rate: e.floor.rate, appLimited: aged, aged: aged}, true
 	case !e.held.end.IsZero():
-		return e.held.rate, true, true
+		return reported{rate: e.held.rate, appLimited: true, aged: true}, true
 	}
-	return 0, false, false
+	return reported{}, false
 }
 
 // estimate combines the maximum with the bounds at sample s.
@@ -347,16 +354,16 @@ func (e *Estimator) estimate(s Sample) Estimate {
 	}
 	haveBound := haveWin || paceBound > 0
 	est.Newest, est.NewestAt = e.floor.rate, e.floor.end
-	m, appLimited, ok := e.measured(s.At)
+	m, ok := e.measured(s.At)
 	if !ok {
 		if haveBound {
 			est.Rate, est.Source = est.Bound, SourceWindow
 		}
 		return est
 	}
-	est.Measured, est.AppLimited = m, appLimited
-	est.Rate, est.Source = m, SourceMeasured
-	if haveBound && est.Bound < m {
+	est.Measured, est.AppLimited, est.Aged = m.rate, m.appLimited, m.aged
+	est.Rate, est.Source = m.rate, SourceMeasured
+	if haveBound && est.Bound < m.rate {
 		est.Rate, est.Source = est.Bound, SourceWindowCapped
 		if paceBound > 0 && paceBound == est.Bound && (!haveWin || paceBound < winBound) {
 			est.Source = SourcePacingCapped

@@ -176,23 +176,24 @@ func TestEstimatorLossRecovery(t *testing.T) {
 
 // TestEstimatorAppLimited: application-limited windows only raise the
 // estimate, and the newest path-limited window is held while the sender
-// stays application-limited.
+// stays application-limited, as aged once it is older than the horizon.
 func TestEstimatorAppLimited(t *testing.T) {
 	e := New(Config{})
 	l := newLink()
 	est := l.run(e, 10*time.Second, 7*time.Millisecond, 2*rate.Mbps, backlogged)
-	if !near(est.Rate, 2*rate.Mbps, 0.05) || est.AppLimited {
+	if !near(est.Rate, 2*rate.Mbps, 0.05) || est.AppLimited || est.Aged {
 		t.Fatalf("path-limited: %+v", est)
 	}
 	// The sender falls to 500 kb/s for many round trips: the estimate
-	// keeps the path's rate and says it is application-limited.
+	// keeps the path's rate and says it is application-limited and aged.
 	est = l.run(e, 10*time.Second, 7*time.Millisecond, 500*rate.Kbps, appLimited)
-	if !near(est.Rate, 2*rate.Mbps, 0.05) || !est.AppLimited {
+	if !near(est.Rate, 2*rate.Mbps, 0.05) || !est.AppLimited || !est.Aged {
 		t.Errorf("application-limited below the path: %+v", est)
 	}
-	// An application-limited window above the estimate raises it.
+	// An application-limited window above the estimate raises it, and is
+	// no aged window.
 	est = l.run(e, 2*time.Second, 7*time.Millisecond, 3*rate.Mbps, appLimited)
-	if !near(est.Rate, 3*rate.Mbps, 0.05) || !est.AppLimited {
+	if !near(est.Rate, 3*rate.Mbps, 0.05) || !est.AppLimited || est.Aged {
 		t.Errorf("application-limited above the path: %+v", est)
 	}
 }
