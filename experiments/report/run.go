@@ -135,6 +135,15 @@ type Run struct {
 	// recovered from it, null when it did not within the window (see
 	// experiments/README.md for the criteria).
 	RecoveryS []*float64 `json:"recovery_s,omitempty"`
+	// RiseWindowHeld has, for each rise of the rate in Schedule, the
+	// share of the frames written from the step until the run was back
+	// (or the next step or the window's end) whose invitation found the
+	// transport's bytes in flight within three full-size packets of its
+	// congestion window: how much of the climb the window's growth, not
+	// the sender, held. Null for other steps and where no frame recorded
+	// its transport's window; absent when no step has a share, and in
+	// results written before it.
+	RiseWindowHeld []*float64 `json:"rise_window_held,omitempty"`
 	// UtilizationSteady is Utilization over the window less the recovery
 	// its target allows after each change of the rate (RecoveryFallMaxS
 	// after a fall, RecoveryRiseMaxS after a rise), the media received in

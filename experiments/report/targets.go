@@ -509,7 +509,11 @@ func judgeStep(r Run, i int, st Step) judgement {
 	}
 	lim := "≤ " + fmtSec(limit)
 	if v := r.RecoveryS[i]; v != nil {
-		return judged(*v <= limit, fmtSec(*v), lim, fmtSec(*v-limit))
+		j := judged(*v <= limit, fmtSec(*v), lim, fmtSec(*v-limit))
+		if j.verdict == missed {
+			j.cell += windowHeld(r, i)
+		}
+		return j
 	}
 	// Not back before the next step or the window's end.
 	horizon := r.WarmupS + r.DurationS
@@ -517,7 +521,17 @@ func judgeStep(r Run, i int, st Step) judgement {
 		horizon = min(horizon, r.Steps[i+1].AtS)
 	}
 	left := horizon - st.AtS
-	return judgement{missed, fmt.Sprintf("not back within %s (%s) missed by over %s", fmtSec(left), lim, fmtSec(left-limit))}
+	return judgement{missed, fmt.Sprintf("not back within %s (%s) missed by over %s", fmtSec(left), lim, fmtSec(left-limit)) + windowHeld(r, i)}
+}
+
+// windowHeld says, for a missed rise, how much of the climb the
+// transport's congestion window held the stream (Run.RiseWindowHeld):
+// near all of it, the window's growth set the pace, not the sender.
+func windowHeld(r Run, i int) string {
+	if i >= len(r.RiseWindowHeld) || r.RiseWindowHeld[i] == nil {
+		return ""
+	}
+	return fmt.Sprintf("; the transport's congestion window held the stream for %.0f%% of the climb", 100**r.RiseWindowHeld[i])
 }
 
 // judgeDefault judges the default run def on r's path against r.

@@ -109,6 +109,12 @@ func TestTargets(t *testing.T) {
 		{"recovery", "missed after a doubling", func(r, _ *Run) {
 			r.Steps[0].Change, r.RecoveryS = StepRateRise, []*float64{f(6)}
 		}, missed, "6.00 s (≤ 5.00 s) missed by 1.00 s"},
+		{"recovery", "missed after a doubling the transport's window held", func(r, _ *Run) {
+			r.Steps[0].Change, r.RecoveryS, r.RiseWindowHeld = StepRateRise, []*float64{f(6)}, []*float64{f(0.93)}
+		}, missed, "6.00 s (≤ 5.00 s) missed by 1.00 s; the transport's congestion window held the stream for 93% of the climb"},
+		{"recovery", "not back after a doubling the transport's window held", func(r, _ *Run) {
+			r.Steps[0].Change, r.RecoveryS, r.RiseWindowHeld = StepRateRise, []*float64{nil}, []*float64{f(0.8)}
+		}, missed, "missed by over 10.0 s; the transport's congestion window held the stream for 80% of the climb"},
 		{"recovery", "a doubling past what the encoder can send", func(r, _ *Run) {
 			r.Steps[0].Change, r.Steps[0].RateBps, r.RecoveryS = StepRateRise, 20e6, []*float64{nil}
 			r.Ceiling.SaturationBps = f(17.5e6)
@@ -168,6 +174,17 @@ func TestTargets(t *testing.T) {
 				t.Errorf("%q (verdict %d), want verdict %d and %q", j.cell, j.verdict, c.want, c.cell)
 			}
 		})
+	}
+}
+
+// TestRecoveryWindowHeldMissedOnly: a met rise says nothing of the
+// transport's window.
+func TestRecoveryWindowHeldMissedOnly(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	rep, def := targetRuns()
+	rep.Steps[0].Change, rep.RecoveryS, rep.RiseWindowHeld = StepRateRise, []*float64{f(4)}, []*float64{f(0.93)}
+	if j := judgeRecovery(rep, &def); j.verdict != met || j.cell != "4.00 s (≤ 5.00 s) met" {
+		t.Errorf("%q (verdict %d), want met and no word of the window", j.cell, j.verdict)
 	}
 }
 

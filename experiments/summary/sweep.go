@@ -107,6 +107,7 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 	r.OverFloorMs = overFloor(in.TL, c2r, c2rAt, floorAt)
 	if len(in.Spec.Path.Schedule) > 0 {
 		r.RecoveryS = recoveries(in, frames, recv, floorAt)
+		r.RiseWindowHeld = riseWindowHeld(in, frames, r.RecoveryS)
 	}
 }
 
@@ -462,6 +463,64 @@ func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, floo
 		} else {
 			out[i] = firstSustained(st.At, horizon, c2rWindow, c2r)
 		}
+	}
+	return out
+}
+
+// windowHeldSlack is how far below its congestion window the transport's
+// bytes in flight may be for the window to count as holding the stream:
+// three full-size packets (quic-go calls a sender with no more room than
+// that congestion-limited, and grows its window only then).
+const windowHeldSlack = 3 * 1500
+
+// riseWindowHeld returns, for each rise of the rate in the window, the
+// share of the frames written from the step until the run was back
+// (recovery, or the next step or the window's end if it was not) whose
+// invitation found the transport's bytes in flight within windowHeldSlack
+// of its congestion window: the sender offered what the window let
+// through, so the window's growth, not the sender's climb, set the pace.
+// Other steps, and a rise with no such record, are nil; nil when no step
+// has a share.
+func riseWindowHeld(in Input, frames []joinedFrame, recovery []*float64) []*float64 {
+	steps := in.Spec.Path.Schedule
+	out := make([]*float64, len(steps))
+	found := false
+	prevRate := in.Spec.Path.Rate
+	for i, st := range steps {
+		rising := stepChange(st, prevRate) == report.StepRateRise
+		if st.Rate > 0 {
+			prevRate = st.Rate
+		}
+		if !rising || st.At < in.Spec.Warmup {
+			continue
+		}
+		end := in.Spec.Total()
+		if i+1 < len(steps) {
+			end = min(end, steps[i+1].At)
+		}
+		if i < len(recovery) && recovery[i] != nil {
+			end = min(end, st.At+time.Duration(*recovery[i]*float64(time.Second)))
+		}
+		held, n := 0, 0
+		for _, f := range frames {
+			d := f.Drain
+			if d == nil || d.Cwnd <= 0 || d.InFlight < 0 {
+				continue
+			}
+			if at := in.TL.at(d.AtUs); at < st.At || at >= end {
+				continue
+			}
+			n++
+			if d.InFlight >= d.Cwnd-windowHeldSlack {
+				held++
+			}
+		}
+		if n > 0 {
+			out[i], found = ptr(math.Round(1e3*float64(held)/float64(n))/1e3), true
+		}
+	}
+	if !found {
+		return nil
 	}
 	return out
 }

@@ -480,3 +480,47 @@ func TestSteadyUtilization(t *testing.T) {
 		t.Errorf("steady utilization %v on a path whose rate does not step, want none", *got)
 	}
 }
+
+// TestRiseWindowHeld: for a rise, the share of the frames from the step
+// until the run was back whose transport had its congestion window full
+// (within three packets); nothing for a fall, or for frames without the
+// transport's window.
+func TestRiseWindowHeld(t *testing.T) {
+	in := videoInput() // 1 Mb/s, the window from 2 to 10 s
+	in.Spec.Path.Schedule = []scenario.Step{
+		{At: 3 * time.Second, Rate: 2 * rate.Mbps},
+		{At: 6 * time.Second, Rate: rate.Mbps},
+		{At: 8 * time.Second, Rate: 2 * rate.Mbps},
+	}
+	var frames []joinedFrame
+	for i := range 80 { // every 100 ms from 2 s
+		at := 2*time.Second + time.Duration(i)*100*time.Millisecond
+		d := &records.Drain{AtUs: in.TL.us(at), Cwnd: 50_000, InFlight: 20_000}
+		switch {
+		case at >= 3*time.Second && at < 4*time.Second:
+			d.InFlight = 50_000 - 3*1500 // held: the first second of the first rise
+		case at >= 8*time.Second && at < 9*time.Second:
+			d.Cwnd = 0 // no window known
+		}
+		frames = append(frames, joinedFrame{Frame: records.Frame{Drain: d}})
+	}
+	// The first rise back after 2 s: 10 of its 20 frames held. The
+	// second never back (to its end at 10 s): no window in its first
+	// second, none held after.
+	got := riseWindowHeld(in, frames, []*float64{ptr(2), nil, nil})
+	want := []float64{0.5, math.NaN(), 0}
+	if len(got) != len(want) {
+		t.Fatalf("rise_window_held %v, want %v", got, want)
+	}
+	for i, w := range want {
+		if (got[i] == nil) != math.IsNaN(w) || (got[i] != nil && !near(*got[i], w, 1e-9)) {
+			t.Errorf("step %d: %v, want %v", i, fmtPtr(got[i]), w)
+		}
+	}
+	for i := range frames {
+		frames[i].Drain.Cwnd = 0
+	}
+	if got := riseWindowHeld(in, frames, []*float64{ptr(2), nil, nil}); got != nil {
+		t.Errorf("without a window: %v, want none", got)
+	}
+}
