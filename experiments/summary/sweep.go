@@ -454,10 +454,7 @@ func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, floo
 		if st.At < in.Spec.Warmup {
 			continue
 		}
-		horizon := in.Spec.Total()
-		if i+1 < len(steps) {
-			horizon = min(horizon, steps[i+1].At)
-		}
+		horizon := stepEnd(in, i)
 		if rising {
 			out[i] = firstSustained(st.At, horizon, utilWindow, util)
 		} else {
@@ -482,24 +479,16 @@ const windowHeldSlack = 3 * 1500
 // Other steps, and a rise with no such record, are nil; nil when no step
 // has a share.
 func riseWindowHeld(in Input, frames []joinedFrame, recovery []*float64) []*float64 {
-	steps := in.Spec.Path.Schedule
-	out := make([]*float64, len(steps))
+	out := make([]*float64, len(in.Spec.Path.Schedule))
 	found := false
-	prevRate := in.Spec.Path.Rate
-	for i, st := range steps {
-		rising := stepChange(st, prevRate) == report.StepRateRise
-		if st.Rate > 0 {
-			prevRate = st.Rate
-		}
-		if !rising || st.At < in.Spec.Warmup {
+	for i, st := range steps(in.Spec.Path) {
+		at := in.Spec.Path.Schedule[i].At
+		if st.Change != report.StepRateRise || at < in.Spec.Warmup {
 			continue
 		}
-		end := in.Spec.Total()
-		if i+1 < len(steps) {
-			end = min(end, steps[i+1].At)
-		}
+		end := stepEnd(in, i)
 		if i < len(recovery) && recovery[i] != nil {
-			end = min(end, st.At+time.Duration(*recovery[i]*float64(time.Second)))
+			end = min(end, at+time.Duration(*recovery[i]*float64(time.Second)))
 		}
 		held, n := 0, 0
 		for _, f := range frames {
@@ -507,7 +496,7 @@ func riseWindowHeld(in Input, frames []joinedFrame, recovery []*float64) []*floa
 			if d == nil || d.Cwnd <= 0 || d.InFlight < 0 {
 				continue
 			}
-			if at := in.TL.at(d.AtUs); at < st.At || at >= end {
+			if t := in.TL.at(d.AtUs); t < at || t >= end {
 				continue
 			}
 			n++
@@ -523,6 +512,16 @@ func riseWindowHeld(in Input, frames []joinedFrame, recovery []*float64) []*floa
 		return nil
 	}
 	return out
+}
+
+// stepEnd returns when the i-th step of the schedule is followed by the
+// next, or the measured window ends, whichever comes first.
+func stepEnd(in Input, i int) time.Duration {
+	end, sched := in.Spec.Total(), in.Spec.Path.Schedule
+	if i+1 < len(sched) {
+		end = min(end, sched[i+1].At)
+	}
+	return end
 }
 
 // firstSustained returns the seconds from step to the first window start
