@@ -443,22 +443,16 @@ func intersect(a, b [][2]int64) [][2]int64 {
 func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, floorAt func(time.Duration) float64) []*float64 {
 	c2r := c2rOK(in, frames, floorAt)
 	util := utilOK(in, recv)
-	steps := in.Spec.Path.Schedule
-	out := make([]*float64, len(steps))
-	prevRate := in.Spec.Path.Rate
-	for i, st := range steps {
-		rising := stepChange(st, prevRate) == report.StepRateRise
-		if st.Rate > 0 {
-			prevRate = st.Rate
-		}
-		if st.At < in.Spec.Warmup {
+	out := make([]*float64, len(in.Spec.Path.Schedule))
+	for i, st := range steps(in.Spec.Path) {
+		at := in.Spec.Path.Schedule[i].At
+		if at < in.Spec.Warmup {
 			continue
 		}
-		horizon := stepEnd(in, i)
-		if rising {
-			out[i] = firstSustained(st.At, horizon, utilWindow, util)
+		if st.Change == report.StepRateRise {
+			out[i] = firstSustained(at, stepEnd(in, i), utilWindow, util)
 		} else {
-			out[i] = firstSustained(st.At, horizon, c2rWindow, c2r)
+			out[i] = firstSustained(at, stepEnd(in, i), c2rWindow, c2r)
 		}
 	}
 	return out

@@ -318,9 +318,9 @@ func pushMax[T any](list []T, v T, key func(T) rate.Bitrate) []T {
 
 // reported is the window measured reports.
 type reported struct {
-	rate       rate.Bitrate
-	appLimited bool // application-limited, or aged out
-	aged       bool // closed before the horizon
+	rate        rate.Bitrate
+	pathLimited bool
+	aged        bool // closed before the horizon
 }
 
 // measured returns the highest window to report before the bounds, and
@@ -328,12 +328,11 @@ type reported struct {
 func (e *Estimator) measured(now time.Time) (reported, bool) {
 	switch {
 	case len(e.live) > 0 && e.live[0].rate >= e.floor.rate:
-		return reported{rate: e.live[0].rate, appLimited: !e.live[0].pathLimited}, true
+		return reported{rate: e.live[0].rate, pathLimited: e.live[0].pathLimited}, true
 	case !e.floor.end.IsZero():
-		aged := now.Sub(e.floor.end) > e.horizon
-		return reported{rate: e.floor.rate, appLimited: aged, aged: aged}, true
+		return reported{rate: e.floor.rate, pathLimited: true, aged: now.Sub(e.floor.end) > e.horizon}, true
 	case !e.held.end.IsZero():
-		return reported{rate: e.held.rate, appLimited: true, aged: true}, true
+		return reported{rate: e.held.rate, pathLimited: e.held.pathLimited, aged: true}, true
 	}
 	return reported{}, false
 }
@@ -361,7 +360,7 @@ func (e *Estimator) estimate(s Sample) Estimate {
 		}
 		return est
 	}
-	est.Measured, est.AppLimited, est.Aged = m.rate, m.appLimited, m.aged
+	est.Measured, est.AppLimited, est.Aged = m.rate, m.aged || !m.pathLimited, m.aged
 	est.Rate, est.Source = m.rate, SourceMeasured
 	if haveBound && est.Bound < m.rate {
 		est.Rate, est.Source = est.Bound, SourceWindowCapped
