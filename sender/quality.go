@@ -27,6 +27,7 @@ const (
 	cutFactor    = 0.9                    // a cut's rate as a fraction of the capacity estimate
 	overshootCut = 0.95                   // a cut's rate on a probe's overshoot the drain rate confirms
 	drainTrust   = 0.8                    // a congestion estimate above this share of the drain rate trusts it
+	agedGain     = 1.25                   // an aged drain rate raises the capacity to at most this times the rate sent
 	minCut       = 0.3                    // the deepest single cut
 	lagFactor    = 2                      // the queue's growth over the smoothed RTT's slope when a queue first shows
 	slowerShare  = 0.7                    // a queue growing as if the path carried less than this share of the capacity is cut again at once
@@ -372,6 +373,7 @@ type Controller struct {
 	// first one's queue (the start's) has not drained since.
 	congestedOnce, startQueue bool
 	loss                      lossMeter
+	aged                      agedMemory
 	overflow                  overflowed
 	plan                      drainPlan // the drain of a probe's overshoot
 
@@ -432,6 +434,12 @@ type Observation struct {
 	// path's. At a cut the controller then takes the queue's growth over
 	// it when the growth says the path carries more (see congested).
 	AppLimited bool
+	// Aged says the estimate is held from a window that closed before
+	// the transport's horizon (drain.Estimate.Aged): every window since
+	// was application-limited, and the path may have slowed since. It
+	// raises the capacity at once only until a cut refutes it (see
+	// agedRate).
+	Aged bool
 	// Newest is the rate of the transport's newest path-limited window
 	// (the backlog never ran out over it), which closed at NewestAt; zero
 	// if none has. A delivered rate of the path as it was then, while

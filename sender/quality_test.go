@@ -1180,6 +1180,48 @@ func TestEvidenceNewestAfterCut(t *testing.T) {
 	}
 }
 
+// TestEvidenceAgedDrain: after a halving from 1 Mb/s to 500 kb/s under
+// BBR, every window is application-limited and the drain rate holds the
+// old path's 932 kb/s, aged. Once a probe has passed the last cut's
+// ceiling, the held rate raises the capacity; the cut that follows judges
+// it. One that takes the capacity below drainTrust of it leaves it in
+// doubt, and it then raises the capacity to agedGain times the rate sent
+// at most, until a window measures the path again; one that keeps the
+// capacity near it (a steady path, whose probe overshot) leaves it whole.
+func TestEvidenceAgedDrain(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	held, sent := 932*rate.Kbps, 380*rate.Kbps
+	aged := Observation{DrainRate: held, AppLimited: true, Aged: true}
+	for _, tc := range []struct {
+		name   string
+		cutEst rate.Bitrate // the capacity the cut after the lift took
+		want   rate.Bitrate // the capacity the held rate raises it to after the cut
+	}{
+		{"the cut refutes it", sent, sent.Scale(agedGain)},
+		{"the cut keeps it", 900 * rate.Kbps, held},
+	} {
+		c := NewController(testLadder, sent)
+		c.capacity, c.low, c.high = sent, qLow, qHigh
+		c.sent = []written{{from: t0.Add(-10 * time.Second), to: t0.Add(10 * time.Second), bytes: sent.BytesPerSecond() * 20}}
+		at := func(d time.Duration, o Observation) Observation { o.Now = t0.Add(d); return o }
+		c.evidence(at(100*time.Millisecond, aged), 0)
+		if c.capacity != held {
+			t.Fatalf("%s: capacity %v before the cut, want the held %v", tc.name, c.capacity, held)
+		}
+		c.lastCut, c.capacity = t0.Add(time.Second), tc.cutEst
+		c.evidence(at(1100*time.Millisecond, aged), 0)
+		if math.Abs(float64(c.capacity-tc.want)) > 0.01*float64(tc.want) {
+			t.Errorf("%s: capacity %v after the cut, want %v", tc.name, c.capacity, tc.want)
+		}
+		// A window that measures the path ends the doubt.
+		c.evidence(at(1200*time.Millisecond, Observation{DrainRate: 480 * rate.Kbps}), 0)
+		c.evidence(at(1300*time.Millisecond, aged), 0)
+		if c.capacity != held {
+			t.Errorf("%s: capacity %v after a measured window, want the held %v", tc.name, c.capacity, held)
+		}
+	}
+}
+
 // TestControllerSlowerPathCutsAgain: cruising at 4 Mb/s on a 300 ms path,
 // the path halves. The queue grows at a second per second while the drain
 // rate (a windowed maximum) still reads 4 Mb/s, so that the first cut

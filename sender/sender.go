@@ -376,7 +376,7 @@ func (s *Sender) nextFrame(ctx context.Context, notBefore time.Time) (*media.Fra
 func (s *Sender) sendFrame(t Transport, inv transport.Invitation, f *media.Frame, sk skips, discarded int) error {
 	now := time.Now()
 	d := s.ctrl.Update(Observation{
-		Now: now, DrainRate: inv.DrainRate, WindowBound: inv.Drain.Estimate.Source.WindowBound(), AppLimited: inv.AppLimited, Unsent: inv.Unsent,
+		Now: now, DrainRate: inv.DrainRate, WindowBound: inv.Drain.Estimate.Source.WindowBound(), AppLimited: inv.AppLimited, Aged: inv.Aged, Unsent: inv.Unsent,
 		Newest: inv.Drain.Estimate.Newest, NewestAt: inv.Drain.Estimate.NewestAt,
 		RTT: inv.RTT, MinRTT: inv.MinRTT, Sent: inv.Sent, Lost: inv.Lost, Skipped: sk.all, Late: sk.late, Keyframe: s.prev.key,
 		Encoded: s.prev.encoded, Written: s.prev.written, EncodeTime: s.prev.encode, Target: inv.Target,

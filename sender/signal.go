@@ -81,7 +81,7 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 		c.ceiling = 0
 		c.overflow.at, c.overflow.before = time.Time{}, time.Time{} // see overflowed
 	}
-	lower := max(measured(o), sent)
+	lower := max(c.agedRate(o), sent)
 	switch {
 	case c.loss.capped:
 		lower = sent // see lossMeter
@@ -92,7 +92,42 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 			c.ceiling = max(c.ceiling, o.Newest)
 		}
 	}
+	if o.Aged && lower > c.capacity && lower == measured(o) {
+		c.aged.lift, c.aged.at = lower, o.Now
+	}
 	c.capacity = max(c.capacity, lower)
+}
+
+// agedRate returns the drain rate as evidence of the capacity. A rate held
+// from an aged window (Observation.Aged) is a memory of the path, which
+// may have slowed since: the first cut after it raised the capacity judges
+// it, and one that takes the capacity below drainTrust of it (the queue
+// says the path carries less) leaves it in doubt until a window measures
+// the path again. A doubted rate raises the capacity to at most agedGain
+// times the rate sent, so that a path that has come back to it is found
+// in a few steps and one that has not is overshot by a quarter at most.
+func (c *Controller) agedRate(o Observation) rate.Bitrate {
+	d, a := measured(o), &c.aged
+	if !o.Aged {
+		*a = agedMemory{}
+		return d
+	}
+	if a.lift > 0 && c.lastCut.After(a.at) {
+		a.doubt = a.doubt || c.capacity < a.lift.Scale(drainTrust)
+		a.lift = 0
+	}
+	if a.doubt {
+		return min(d, c.sentRate(o.Now.Add(-sentWindow), o.Now).Scale(agedGain))
+	}
+	return d
+}
+
+// agedMemory is what the controller knows of a drain rate held from aged
+// windows (see agedRate).
+type agedMemory struct {
+	lift  rate.Bitrate // the rate that last raised the capacity, until a cut judges it
+	at    time.Time
+	doubt bool // a cut judged it: the path carries less
 }
 
 // measured returns the drain rate if the transport measured it, 0 if it is

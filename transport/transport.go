@@ -50,10 +50,15 @@ type Invitation struct {
 	// AppLimited reports that DrainRate does not come from a recent
 	// window in which the sender stayed backlogged (drain.Estimate).
 	AppLimited bool
-	Unsent     int           // bytes accepted by the transport but not yet sent
-	Threshold  int           // bytes: the unsent level at or below which it invites
-	RTT        time.Duration // smoothed round-trip time; 0 if unknown
-	MinRTT     time.Duration // smallest round trip seen; 0 if unknown
+	// Aged reports that DrainRate is held from a window older than the
+	// estimator's horizon (drain.Estimate.Aged): the path may have
+	// slowed since. False in a kernel-faithful mode.
+	Aged bool
+
+	Unsent    int           // bytes accepted by the transport but not yet sent
+	Threshold int           // bytes: the unsent level at or below which it invites
+	RTT       time.Duration // smoothed round-trip time; 0 if unknown
+	MinRTT    time.Duration // smallest round trip seen; 0 if unknown
 	// Lead is the production time the invitation allowed for (the
 	// application's declared lead; zero in a kernel-faithful mode).
 	Lead time.Duration

@@ -79,6 +79,7 @@ type invitation struct {
 	at          time.Duration
 	drain       rate.Bitrate
 	appLimited  bool
+	aged        bool // the estimate is held from a window older than its horizon
 	bound       bool // drain is the window bound, not a measurement
 	newest      rate.Bitrate
 	newestAt    time.Time
@@ -120,7 +121,7 @@ func (s *sim) checkInvite(now time.Duration) {
 	s.inv = invitation{
 		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource.WindowBound(), unsent: t.unsent(),
 		rtt: t.srtt, minRTT: t.minRTT, sent: t.segsOut, lost: t.retransOut,
-		newest: s.est.last.Newest, newestAt: s.est.last.NewestAt,
+		newest: s.est.last.Newest, newestAt: s.est.last.NewestAt, aged: s.est.tr != nil && s.est.last.Aged,
 	}
 	s.state = appTaking
 	s.tryTake(now)

@@ -84,7 +84,7 @@ func (s *sim) take(now time.Duration) {
 		late = min(skipped, int((s.inv.at-s.lastWrite)/interval))
 	}
 	o := sender.Observation{
-		Now: epoch.Add(now), DrainRate: s.inv.drain, WindowBound: s.inv.bound, AppLimited: s.inv.appLimited, Unsent: s.inv.unsent,
+		Now: epoch.Add(now), DrainRate: s.inv.drain, WindowBound: s.inv.bound, AppLimited: s.inv.appLimited, Aged: s.inv.aged, Unsent: s.inv.unsent,
 		Newest: s.inv.newest, NewestAt: s.inv.newestAt,
 		Skipped: skipped, Late: late, Keyframe: s.prevKey, RTT: s.inv.rtt, MinRTT: s.inv.minRTT, Sent: s.inv.sent, Lost: s.inv.lost,
 		Encoded: s.prevVideo, Written: s.prevBytes, EncodeTime: s.prevEncode,

@@ -65,7 +65,7 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	inv.Drain = transport.DrainRecord{Input: c.drainIn, Estimate: e}
 	if c.cfg.Mode.Policy == transport.Replenish {
 		d := decide(e.Rate, c.cfg.Mode.ReplenishTime, c.lead)
-		inv.DrainRate, inv.AppLimited, inv.Lead = e.Rate, e.AppLimited, c.lead
+		inv.DrainRate, inv.AppLimited, inv.Aged, inv.Lead = e.Rate, e.AppLimited, e.Aged, c.lead
 		inv.RTT, inv.MinRTT = st.SmoothedRTT, st.MinRTT
 		inv.Sent, inv.Lost = int64(st.PacketsSent), int64(st.PacketsLost)
 		inv.Threshold = int(min(d, 1<<31-1))

@@ -516,9 +516,9 @@ func (c *Conn) invitationLocked(info Info, in RuleInput, d Decision, w transport
 		// path carries; the other modes model an application without it,
 		// which learns of congestion only from writes that block.
 		inv.DrainRate = d.DrainRate
-		inv.AppLimited = c.drainOut.AppLimited
+		inv.AppLimited, inv.Aged = c.drainOut.AppLimited, c.drainOut.Aged
 		if c.cfg.Mode.Kernel {
-			inv.AppLimited = info.AppLimited
+			inv.AppLimited, inv.Aged = info.AppLimited, false
 		}
 		inv.RTT, inv.MinRTT = info.RTT, info.MinRTT
 		inv.Sent, inv.Lost = int64(info.DataSegsOut), int64(info.TotalRetrans)
