@@ -121,7 +121,7 @@ func (s *sim) checkInvite(now time.Duration) {
 	s.inv = invitation{
 		at: now, drain: d.DrainRate, appLimited: app, bound: in.DrainSource.WindowBound(), unsent: t.unsent(),
 		rtt: t.srtt, minRTT: t.minRTT, sent: t.segsOut, lost: t.retransOut,
-		newest: s.est.last.Newest, newestAt: s.est.last.NewestAt, aged: s.est.tr != nil && s.est.last.Aged,
+		newest: s.est.last.Newest, newestAt: s.est.last.NewestAt, aged: s.est.last.Aged,
 	}
 	s.state = appTaking
 	s.tryTake(now)
