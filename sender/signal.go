@@ -103,7 +103,8 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 // may have slowed since: the first cut after it raised the capacity judges
 // it, and one that takes the capacity below drainTrust of it (the queue
 // says the path carries less) leaves it in doubt until a window measures
-// the path again. A doubted rate raises the capacity to at most agedGain
+// the path again. (A cut that keeps the capacity, a burst's drain or the
+// transport's limit, leaves it whole: it says nothing of the path.) A doubted rate raises the capacity to at most agedGain
 // times the rate sent, so that a path that has come back to it is found
 // in a few steps and one that has not is overshot by a quarter at most.
 func (c *Controller) agedRate(o Observation) rate.Bitrate {
