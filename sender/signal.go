@@ -81,7 +81,8 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 		c.ceiling = 0
 		c.overflow.at, c.overflow.before = time.Time{}, time.Time{} // see overflowed
 	}
-	lower := max(c.agedRate(o), sent)
+	held := c.agedRate(o)
+	lower := max(held, sent)
 	switch {
 	case c.loss.capped:
 		lower = sent // see lossMeter
@@ -92,7 +93,7 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 			c.ceiling = max(c.ceiling, o.Newest)
 		}
 	}
-	if o.Aged && lower > c.capacity && lower == measured(o) {
+	if o.Aged && lower > c.capacity && lower == held {
 		c.aged.lift, c.aged.at = lower, o.Now
 	}
 	c.capacity = max(c.capacity, lower)
@@ -103,10 +104,11 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 // may have slowed since: the first cut after it raised the capacity judges
 // it, and one that takes the capacity below drainTrust of it (the queue
 // says the path carries less) leaves it in doubt until a window measures
-// the path again. (A cut that keeps the capacity, a burst's drain or the
-// transport's limit, leaves it whole: it says nothing of the path.) A doubted rate raises the capacity to at most agedGain
-// times the rate sent, so that a path that has come back to it is found
-// in a few steps and one that has not is overshot by a quarter at most.
+// the path again. A cut that keeps the capacity (a burst's drain, the
+// transport's limit) says nothing of the path and leaves it whole. A
+// doubted rate raises the capacity to at most agedGain times the rate
+// sent, so that a path that has come back to it is found in a few steps
+// and one that has not is overshot by a quarter at most.
 func (c *Controller) agedRate(o Observation) rate.Bitrate {
 	d, a := measured(o), &c.aged
 	if !o.Aged {
