@@ -410,3 +410,35 @@ func TestControllerLossHeldBack(t *testing.T) {
 		}
 	}
 }
+
+// TestLossCongestedQuietLoss judges one-second windows of 30 packets on a
+// path whose loss while cruising was 4% (see randomLoss): four lost are
+// chance at that rate (it expects 1.2), though not on a path whose
+// random loss is unknown; twelve are congestion either way.
+func TestLossCongestedQuietLoss(t *testing.T) {
+	for _, tc := range []struct {
+		quietSent, quietLost float64
+		lost                 int64
+		want                 bool
+	}{
+		{500, 20, 4, false},
+		{500, 20, 12, true},
+		{quietMin - 1, 8, 4, true}, // too few packets seen cruising to count
+		{500, 0, 4, true},
+	} {
+		c := NewController(testLadder, 300*rate.Kbps)
+		c.fb = 200 * time.Millisecond
+		c.overflow.quietSent, c.overflow.quietLost = tc.quietSent, tc.quietLost
+		c.keyUntil = time.Time{} // no keyframe's burst in the window
+		t0 := time.Unix(1000, 0)
+		var got bool
+		for i := range 61 {
+			lost := max(int64(i)-(60-tc.lost), 0) // the last tc.lost of the second's 30
+			got = c.lossCongested(Observation{Now: t0.Add(time.Duration(i) * time.Second / 30), Sent: int64(100 + i), Lost: lost}, time.Second/30)
+		}
+		if got != tc.want {
+			t.Errorf("%d lost of 30 after %.0f of %.0f lost while cruising: congested %v, want %v (loss %.3f, random %.3f)",
+				tc.lost, tc.quietLost, tc.quietSent, got, tc.want, c.loss.frac, c.randomLoss())
+		}
+	}
+}

@@ -78,10 +78,10 @@ const (
 // more were declared lost than the path's random loss explains, by
 // lossSigma standard deviations (see significant): four at least. The
 // path's random loss is the loss meter's base, or the loss rate while
-// cruising if higher: the base is learned only from loss cuts, which
-// random loss under lossHigh never draws (at 1% over QUIC, 2 Mb/s and
-// 40 ms, the probes' losses were taken for overflows and capped a third
-// to two thirds of the frames).
+// cruising if higher (randomLoss): the base is learned only from loss
+// cuts, which random loss under lossHigh never draws (at 1% over QUIC,
+// 2 Mb/s and 40 ms, the probes' losses were taken for overflows and
+// capped a third to two thirds of the frames).
 func (c *Controller) watchOverflow(o Observation) {
 	w := &c.overflow
 	c.quietLoss(o)
@@ -114,11 +114,7 @@ func (c *Controller) watchOverflow(o Observation) {
 		w.lost, w.sent = o.Lost, o.Sent // a new connection
 		return
 	}
-	base := c.loss.base
-	if w.quietSent >= quietMin {
-		base = max(base, w.quietLost/w.quietSent)
-	}
-	if significant(float64(lost)/float64(sent), lost, base) {
+	if significant(float64(lost)/float64(sent), lost, c.randomLoss()) {
 		w.at = o.Now
 		w.lost, w.sent = o.Lost, o.Sent
 	}
