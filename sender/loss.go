@@ -170,7 +170,7 @@ func (c *Controller) lossCongested(o Observation, dt time.Duration) bool {
 // quietLoss) once quietMin packets count, if higher. The base alone is
 // learned only from a loss cut's judgement, which has a packet or two to
 // go on where a window holds a few dozen: BBR at 300 kb/s, 173 ms and 2%
-// random loss (a packet a frame; 3 to 5% of them retransmitted) drew a
+// random loss (a segment or two a frame, about 3% retransmitted) drew a
 // loss cut on a second with four losses one to three times a run, three
 // judged as congestion in a row took the capacity from 255 to 184 kb/s,
 // and the stream used 61 to 70% of the link.
