@@ -60,7 +60,8 @@ func newDrainEstimator(kind Estimator) drainEstimator {
 
 // read feeds the transport's estimator a reading of the TCP sender at now,
 // as the transport reads TCP_INFO (transport/tcp's SampleOf): every
-// segment counts as acknowledged on its own.
+// segment counts as acknowledged on its own, and with no delayed ACKs in
+// the model nothing is held unacknowledged (Sample.AckDelay is zero).
 func (e *drainEstimator) read(now time.Duration, t *tcp) {
 	if e.tr == nil {
 		return

@@ -199,8 +199,10 @@ func (e *Estimator) advance(s Sample) window {
 // roomTo returns the highest rate (bytes per second) at which the
 // bottleneck stayed busy from the previous sample to s: +Inf if the sender
 // was backlogged throughout. Otherwise it stayed busy if what was in flight
-// at the previous sample exceeded what the path holds (rate × min RTT) plus
-// what it drains until s: so at any rate up to the one returned.
+// at the previous sample exceeded what the path holds (rate × min RTT),
+// what it drains until s, and what the peer may have received and not yet
+// acknowledged (rate × its acknowledgement delay, at most Sample.AckHold):
+// so at any rate up to the one returned.
 func (e *Estimator) roomTo(s Sample) float64 {
 	if s.Backlogged {
 		return math.Inf(1)
@@ -210,13 +212,21 @@ func (e *Estimator) roomTo(s Sample) float64 {
 		base = s.SRTT
 	}
 	d := base + s.At.Sub(e.prev.At)
+	in := float64(e.prev.InFlight)
 	switch {
 	case e.prev.InFlight < 0:
 		return 0
-	case d > 0:
-		return float64(e.prev.InFlight) / d.Seconds()
+	case d <= 0:
+		return math.Inf(1)
 	}
-	return math.Inf(1)
+	// The rate r at which r·d + min(r·AckDelay, AckHold) is what was in
+	// flight: below AckHold/AckDelay the held bytes grow with the rate,
+	// above it they are AckHold.
+	r := in / (d + s.AckDelay).Seconds()
+	if hold := float64(s.AckHold); s.AckDelay > 0 && r*s.AckDelay.Seconds() > hold {
+		r = max(in-hold, 0) / d.Seconds()
+	}
+	return r
 }
 
 // advanceEarly accounts for the interval from the previous sample to s in

@@ -222,6 +222,47 @@ func TestEstimatorQueueInTheNetwork(t *testing.T) {
 	}
 }
 
+// TestEstimatorAckDelay checks the bytes a peer may hold unacknowledged.
+// A sender of a segment a frame, 30 a second, at 180 kb/s on a 300 kb/s
+// path with a 175 ms minimum round trip: each segment is acknowledged
+// with the next frame's or after the peer's delayed-ACK timer, so a frame
+// stays in flight for its serialization and about that delay after the
+// round trip, 4.8 kB, more than 180 kb/s times the round trip and the
+// frame interval. The bottleneck idles two fifths of the time: with the
+// held bytes allowed for, the windows are application-limited and the
+// estimate keeps the path's rate. A queue in the network stays one: 10 kB
+// at 180 kb/s is 444 ms of it. At 1 Mb/s with a 20 ms round trip and
+// readings 7 ms apart, the peer holds a segment, not the 5 kB the rate
+// makes of its 40 ms: 6 kB in flight is a queue.
+func TestEstimatorAckDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		path     rate.Bitrate
+		minRTT   time.Duration
+		step     time.Duration
+		sent     rate.Bitrate
+		inFlight int
+		want     rate.Bitrate
+		app      bool
+	}{
+		{"segment a frame", 300 * rate.Kbps, 175 * time.Millisecond, time.Second / 30, 180 * rate.Kbps, 4800, 300 * rate.Kbps, true},
+		{"queue in the network", 300 * rate.Kbps, 175 * time.Millisecond, time.Second / 30, 180 * rate.Kbps, 10000, 180 * rate.Kbps, false},
+		{"a segment held", 2 * rate.Mbps, 20 * time.Millisecond, 7 * time.Millisecond, 1 * rate.Mbps, 6000, 1 * rate.Mbps, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Config{})
+			l := newLink()
+			l.ackBytes = 750
+			l.s.MinRTT, l.s.SRTT, l.s.AckDelay, l.s.AckHold = tc.minRTT, tc.minRTT*6/5, 40*time.Millisecond, 1448
+			l.run(e, 10*time.Second, tc.step, tc.path, backlogged)
+			est := l.run(e, 10*time.Second, tc.step, tc.sent, func(s *Sample) { s.Backlogged = false; s.InFlight = tc.inFlight })
+			if !near(est.Rate, tc.want, 0.05) || est.AppLimited != tc.app {
+				t.Errorf("%d bytes in flight at %v: %+v, want %v, application-limited %v", tc.inFlight, tc.sent, est, tc.want, tc.app)
+			}
+		})
+	}
+}
+
 // TestEstimatorRateDrop: after the path's rate halves, the old windows age
 // out within Rounds round trips and the estimate follows.
 func TestEstimatorRateDrop(t *testing.T) {

@@ -173,7 +173,6 @@ func (c *Conn) watchStall() {
 // cwnd over the round trip, was many times the path's, and every
 // connection stalled a second after it began.
 func stallLimit(timeout time.Duration, st quic.ConnectionStats, inFlight int64, drained rate.Bitrate) time.Duration {
-	const maxAckDelay = 25 * time.Millisecond
 	if drained <= 0 {
 		drained = stallFloorRate
 	}

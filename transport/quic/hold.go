@@ -42,7 +42,6 @@ const (
 // (stallFloorRate until one is measured), which an acknowledgement of the
 // last of them waits for. The same allowance as stallLimit's, once.
 func holdLimit(srtt, rttvar time.Duration, ahead int64, drained rate.Bitrate) time.Duration {
-	const maxAckDelay = 25 * time.Millisecond
 	if drained <= 0 {
 		drained = stallFloorRate
 	}

@@ -15,7 +15,7 @@ const paceGain = 1.25
 // and never less than two segments.
 const (
 	paceBurst    = time.Millisecond
-	paceMinBurst = 2 * 1280
+	paceMinBurst = 2 * datagramSize
 )
 
 // pacer spreads the media stream's bytes over time when Config.Pace is

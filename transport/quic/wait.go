@@ -100,6 +100,15 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	return inv, true, nil
 }
 
+// maxAckDelay is the longest the viewer holds an acknowledgement back
+// (quic-go's max_ack_delay, the protocol's default): it acknowledges every
+// second ack-eliciting packet at once, and a lone one after this; so it
+// holds at most a packet, datagramSize (see Config.quicConfig).
+const (
+	maxAckDelay  = 25 * time.Millisecond
+	datagramSize = 1280
+)
+
 // sampleLocked gives the drain estimator the connection's state. Delivered
 // bytes are the bytes sent less those lost and those in flight, in QUIC
 // packet bytes, which streamShare turns into the stream bytes they carried
@@ -115,7 +124,7 @@ func (c *Conn) sampleLocked(now time.Time) quic.ConnectionStats {
 	c.drainIn = drain.Sample{
 		At: now, Delivered: delivered, Acks: st.PacketsReceived, AckedAt: c.path.acked(), InFlight: int(float64(inFlight) * c.share.share()),
 		Backlogged: c.unsent() > 0, Recovering: c.path.recovering.Load(),
-		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
+		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, AckDelay: maxAckDelay, AckHold: datagramSize, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
 	}
 	c.est.Add(c.drainIn)
 	return st
