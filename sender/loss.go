@@ -57,10 +57,10 @@ const (
 // WebRTC's GCC stops raising its rate; the window is long enough for
 // lossMin losses at 2% from 200 packets a second (a 2 Mb/s stream); and
 // the count must exceed what the path's random loss (randomLoss) explains
-// by lossSigma (see significant). While a loss cut's capacity stands, a drain rate above it is
-// not taken for the capacity (the drain estimate's windowed maximum ran 2
-// to 6% over the path in those runs), and neither is the rate sent while
-// the window shows loss.
+// by lossSigma (see significant). While a loss cut's capacity stands, a
+// drain rate above it is not taken for the capacity (the drain estimate's
+// windowed maximum ran 2 to 6% over the path in those runs), and neither
+// is the rate sent while the window shows loss.
 type lossMeter struct {
 	samples []lossSample
 	from    time.Time // losses count from here: after a cut has shown, after a keyframe's payback

@@ -210,6 +210,16 @@ func (c Config) validate() error {
 	return nil
 }
 
+// maxAckDelay is the longest the viewer holds an acknowledgement back
+// (quic-go's max_ack_delay, the protocol's default): it acknowledges every
+// second ack-eliciting packet at once, and a lone one after this, so it
+// holds a packet at most. datagramSize is the size of quic-go's packets
+// without path MTU discovery (see quicConfig).
+const (
+	maxAckDelay  = 25 * time.Millisecond
+	datagramSize = 1280
+)
+
 // quicConfig is the quic-go configuration of a sender's connection; its
 // tracer keeps st.
 //

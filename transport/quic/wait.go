@@ -100,15 +100,6 @@ func (c *Conn) evaluate(w transport.Wake) (transport.Invitation, bool, error) {
 	return inv, true, nil
 }
 
-// maxAckDelay is the longest the viewer holds an acknowledgement back
-// (quic-go's max_ack_delay, the protocol's default): it acknowledges every
-// second ack-eliciting packet at once, and a lone one after this; so it
-// holds at most a packet, datagramSize (see Config.quicConfig).
-const (
-	maxAckDelay  = 25 * time.Millisecond
-	datagramSize = 1280
-)
-
 // sampleLocked gives the drain estimator the connection's state. Delivered
 // bytes are the bytes sent less those lost and those in flight, in QUIC
 // packet bytes, which streamShare turns into the stream bytes they carried
