@@ -221,10 +221,10 @@ func (e *Estimator) roomTo(s Sample) float64 {
 	}
 	// The rate r at which r·d + min(r·AckDelay, AckHold) is what was in
 	// flight: below AckHold/AckDelay the held bytes grow with the rate,
-	// above it they are AckHold.
+	// above it they are AckHold (and then in flight exceeds AckHold).
 	r := in / (d + s.AckDelay).Seconds()
-	if hold := float64(s.AckHold); s.AckDelay > 0 && r*s.AckDelay.Seconds() > hold {
-		r = max(in-hold, 0) / d.Seconds()
+	if hold := float64(s.AckHold); r*s.AckDelay.Seconds() > hold {
+		r = (in - hold) / d.Seconds()
 	}
 	return r
 }
