@@ -21,7 +21,8 @@ if ! go test -race -count=1 -timeout 20m ./... "$@" 2>&1 | tee "$log"; then
 	fi
 	exit 1
 fi
-# The rate controller on the path model, every path with fifteen seeds: a
-# pure computation the race detector only slows tenfold, so it runs
-# without it (under -race the test skips itself).
-go test -count=1 -timeout 10m -run '^TestRateControlOnPaths$' ./sender
+# The rate controller on the path model, every path with fifteen seeds
+# (and the short matrix with delayed ACKs): a pure computation the race
+# detector only slows tenfold, so it runs without it (under -race the
+# tests skip themselves).
+go test -count=1 -timeout 10m -run '^TestRateControl(OnPaths|DelayedAck)$' ./sender

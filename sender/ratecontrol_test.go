@@ -304,6 +304,29 @@ func TestRateControlOnPaths(t *testing.T) {
 	if testing.Short() {
 		cs = shortMatrix(cs)
 	}
+	checkPaths(t, cs)
+}
+
+// TestRateControlDelayedAck runs the short matrix with a receiver that
+// delays its ACKs as Linux does (pathmodel.Path.DelayedAck): a lone full
+// segment inside a frame waits for the next one or for 40 ms. The stream's
+// frames end in a PSH segment, acknowledged at once, so the bounds are the
+// same; the full matrix with delayed ACKs breaks one path, BBR at 2.82 Mb/s
+// and 10 ms (NOTEBOOK.md, "Delayed ACKs, measured and in the path model").
+func TestRateControlDelayedAck(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs without the race detector (test.sh)")
+	}
+	cs := shortMatrix(matrix())
+	for i := range cs {
+		cs[i].cfg.Path.DelayedAck = true
+	}
+	checkPaths(t, cs)
+}
+
+// checkPaths runs each path with seeds seeds and reports the bounds most of
+// them broke.
+func checkPaths(t *testing.T, cs []pathCase) {
 	outs := make([]outcome, len(cs))
 	t.Run("paths", func(t *testing.T) {
 		for i, c := range cs {

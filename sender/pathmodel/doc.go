@@ -26,7 +26,8 @@
 //     ACK clock, SACK/RACK loss detection, tail-loss probes and RTO,
 //     Linux's delivery-rate sampling and application-limited marking, the
 //     smoothed RTT and minimum RTT (the handshake's round trip among them),
-//     and cwnd validation. Two congestion
+//     and cwnd validation; optionally a receiver that delays its ACKs as
+//     Linux does (Path.DelayedAck). Two congestion
 //     controls: CUBIC (slow start with HyStart, the cubic function, the
 //     Reno-friendly region, growth only while cwnd-limited; paced as
 //     Linux paces a socket that asks, where the sender asks) and BBR v1
@@ -50,9 +51,9 @@
 // what a backlogged flow of the same congestion control makes of the same
 // path, the bound for utilization.
 //
-// The model does not have delayed ACKs, reordering, TSO or qdisc
-// behaviour (fq, TSQ), ACK compression, competing flows, or cross-traffic;
-// loss recovery is exact where Linux's is heuristic, and PRR is a single
+// The model does not have reordering, TSO or qdisc behaviour (fq, TSQ),
+// ACK compression, Linux's adaptive delayed-ACK timer, or cross traffic
+// other than bulk flows of the path's congestion control; loss recovery is exact where Linux's is heuristic, and PRR is a single
 // reduction. Its results are a check of the controller's design, not a
 // prediction of a particular Linux path.
 package pathmodel

@@ -60,11 +60,17 @@ func newDrainEstimator(kind Estimator) drainEstimator {
 
 // read feeds the transport's estimator a reading of the TCP sender at now,
 // as the transport reads TCP_INFO (transport/tcp's SampleOf): every
-// segment counts as acknowledged on its own, and with no delayed ACKs in
-// the model nothing is held unacknowledged (Sample.AckDelay is zero).
+// segment counts as acknowledged on its own, and a receiver that delays
+// its ACKs (Path.DelayedAck) may hold a segment back for delAckTime, as
+// transport/tcp declares; one that does not holds nothing.
 func (e *drainEstimator) read(now time.Duration, t *tcp) {
 	if e.tr == nil {
 		return
+	}
+	var ackDelay time.Duration
+	var ackHold int
+	if t.delAck {
+		ackDelay, ackHold = delAckTime, mss
 	}
 	e.last = e.tr.Add(drain.Sample{
 		At:         epoch.Add(now),
@@ -78,6 +84,8 @@ func (e *drainEstimator) read(now time.Duration, t *tcp) {
 		MinRTT:     t.minRTT,
 		Cwnd:       t.cc.cwnd() * mss,
 		PeerWindow: -1,
+		AckDelay:   ackDelay,
+		AckHold:    ackHold,
 		PacingRate: rate.FromBytesPerSecond(t.cc.pacingRate(t)),
 	})
 }

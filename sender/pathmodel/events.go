@@ -13,6 +13,7 @@ const (
 	evPace                   // the pacing gate opens
 	evLoss                   // the loss-probe or retransmission timer
 	evCrossEnd               // the competing flows stop writing (Path.CrossUntil)
+	evDelAck                 // the receiver's delayed-ACK timer (arg: its generation)
 )
 
 // event is one scheduled happening; events at the same time run in the

@@ -65,6 +65,9 @@ type Path struct {
 	// what they wrote before still leaves, then the stream is alone.
 	CrossUntil time.Duration
 	CC         CC
+	// DelayedAck makes the receiver delay its ACKs as Linux does (see
+	// receiver); otherwise it acknowledges every segment as it arrives.
+	DelayedAck bool
 	// Steps change the rate or the round trip at given times.
 	Steps []Step
 }
@@ -195,7 +198,7 @@ func newSim(cfg Config) *sim {
 	s.jitterRng = rand.New(rand.NewPCG(cfg.Seed, 0x117e))
 	limit := max(cfg.Path.Rate.Bytes(cfg.Path.Queue), 2*(mss+tcpIPHeader))
 	s.link = link{sched: &s.sched, limit: limit}
-	s.tcp = &tcp{s: s}
+	s.tcp = &tcp{s: s, delAck: cfg.Path.DelayedAck}
 	s.tcp.handshake(s.sched.rttAt(0) + s.sched.rateAt(0).Duration(synBytes))
 	switch cfg.Path.CC {
 	case BBR:
@@ -209,7 +212,7 @@ func newSim(cfg Config) *sim {
 	}
 	s.crossRng = rand.New(rand.NewPCG(cfg.Seed, 0xc055))
 	for i := range cfg.Path.Cross {
-		c := &tcp{s: s, flow: uint8(i + 1)}
+		c := &tcp{s: s, flow: uint8(i + 1), delAck: cfg.Path.DelayedAck}
 		c.handshake(s.sched.rttAt(0) + s.sched.rateAt(0).Duration(synBytes))
 		if cfg.Path.CC == BBR {
 			c.cc = newBBR(s.crossRng)
@@ -245,6 +248,10 @@ func (s *sim) dispatch(ev event) {
 	switch ev.kind {
 	case evTick:
 		s.onTick(ev.at, ev.arg)
+	case evRecv:
+		s.flowTCP(ev.flow).onRecv(ev.at, ev.arg)
+	case evDelAck:
+		s.flowTCP(ev.flow).onDelAck(ev.at, ev.arg)
 	case evAck:
 		s.flowTCP(ev.flow).onAck(ev.at, ev.arg)
 	case evWrite:

@@ -31,6 +31,7 @@ type segment struct {
 	appLimited  bool
 
 	acked, inFlight, dropped bool
+	push                     bool // it ends a write (PSH): see receiver
 }
 
 // ackInfo is what one ACK tells the congestion control.
@@ -97,6 +98,9 @@ type tcp struct {
 	lastRecvAt  time.Duration
 	lastAckAt   time.Duration
 	recvMax     time.Duration // running max of recvAt over segments acked in order
+	delAck      bool          // the peer delays its ACKs (Path.DelayedAck)
+	rcv         receiver      // its state then
+	ends        []int64       // then, the ends of writes not yet in a segment
 
 	// Linux's cwnd-usage tracking (tcp_cwnd_validate).
 	cwndLimited bool
@@ -128,6 +132,9 @@ func (t *tcp) write(now time.Duration, n int) {
 		t.appLimitedUntil = max(t.delivered+int64(t.inflight), 1)
 	}
 	t.written += int64(n)
+	if t.delAck {
+		t.ends = append(t.ends, t.written)
+	}
 	t.trySend(now)
 }
 
@@ -166,6 +173,10 @@ func (t *tcp) newSegment() int64 {
 	}
 	t.segs = append(t.segs, segment{seq: t.sndNxt, size: n})
 	t.sndNxt += int64(n)
+	for len(t.ends) > 0 && t.ends[0] <= t.sndNxt {
+		t.segs[len(t.segs)-1].push = true
+		t.ends = t.ends[1:]
+	}
 	id := t.next
 	t.next++
 	return id
@@ -214,9 +225,13 @@ func (t *tcp) transmit(now time.Duration, id int64) {
 	sd := &t.s.sched
 	recv := max(t.lastRecvAt, depart+sd.owdAt(depart)+t.s.jitter())
 	t.lastRecvAt = recv
+	sg.recvAt = recv
+	if t.delAck {
+		t.s.q.pushFlow(recv, evRecv, id, t.flow)
+		return
+	}
 	ack := max(t.lastAckAt, recv+sd.owdAt(recv))
 	t.lastAckAt = ack
-	sg.recvAt = recv
 	t.s.q.pushFlow(ack, evAck, id, t.flow)
 }
 
