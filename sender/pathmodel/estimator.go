@@ -5,6 +5,7 @@ import (
 
 	"replenish/rate"
 	"replenish/transport/drain"
+	tcptransport "replenish/transport/tcp"
 )
 
 // Estimator selects how the model's drain-rate estimate treats
@@ -60,17 +61,11 @@ func newDrainEstimator(kind Estimator) drainEstimator {
 
 // read feeds the transport's estimator a reading of the TCP sender at now,
 // as the transport reads TCP_INFO (transport/tcp's SampleOf): every
-// segment counts as acknowledged on its own, and a receiver that delays
-// its ACKs (Path.DelayedAck) may hold a segment back for delAckTime, as
-// transport/tcp declares; one that does not holds nothing.
+// segment counts as acknowledged on its own, and the slack is the
+// transport's.
 func (e *drainEstimator) read(now time.Duration, t *tcp) {
 	if e.tr == nil {
 		return
-	}
-	var ackDelay time.Duration
-	var ackHold int
-	if t.delAck {
-		ackDelay, ackHold = delAckTime, mss
 	}
 	e.last = e.tr.Add(drain.Sample{
 		At:         epoch.Add(now),
@@ -84,8 +79,8 @@ func (e *drainEstimator) read(now time.Duration, t *tcp) {
 		MinRTT:     t.minRTT,
 		Cwnd:       t.cc.cwnd() * mss,
 		PeerWindow: -1,
-		AckDelay:   ackDelay,
-		AckHold:    ackHold,
+		SlackTime:  tcptransport.FrameSlack,
+		SlackMax:   mss,
 		PacingRate: rate.FromBytesPerSecond(t.cc.pacingRate(t)),
 	})
 }

@@ -34,16 +34,16 @@
 //     the sender either held data it could not yet send (Backlogged), or
 //     had enough in flight that the bottleneck could not have run dry
 //     before the next sample (more than the window's rate times the
-//     minimum round trip and the time to the next sample, and the bytes
-//     the peer may hold unacknowledged, the rate over its acknowledgement
-//     delay up to Sample.AckHold: a queue that the network, not the
-//     sender's socket, holds, as when a loss-based congestion control
-//     fills a bottleneck buffer). Without the held bytes, a sender of a
-//     segment or two a frame, each acknowledged with the next frame's or
-//     when the peer's delayed-ACK timer fired, passed for path-limited at
-//     60 to 65% of the link: at 300 kb/s and 173 ms, each window after a
-//     cut measured the stream's own rate, and the estimate followed it
-//     from 218 to 172 kb/s over 12 s;
+//     minimum round trip and the time to the next sample, and the slack,
+//     the rate over Sample.SlackTime up to Sample.SlackMax: a queue that
+//     the network, not the sender's socket, holds, as when a loss-based
+//     congestion control fills a bottleneck buffer). Without the slack, a
+//     sender of a packet a frame passed for path-limited at 60 to 65% of
+//     the link: at 300 kb/s and 173 ms its bytes in flight were what it
+//     wrote within the smoothed round trip, 44 ms longer than the minimum
+//     (its frame's serialization at the bottleneck, and a little queue),
+//     each window after a cut measured the stream's own rate, and the
+//     estimate followed it from 218 to 172 kb/s over 12 s;
 //   - before the first path-limited window closes, also measures shorter
 //     windows (earlyAcks acknowledgements) and keeps the first that is
 //     path-limited: a sender that started far above the path needs its
@@ -148,13 +148,17 @@ type Sample struct {
 	Recovering bool
 	SRTT       time.Duration // smoothed round-trip time; 0 if unknown
 	MinRTT     time.Duration // smallest round trip seen; 0 if unknown
-	// AckDelay is how long the peer may hold an acknowledgement back,
-	// and AckHold the most bytes it then leaves unacknowledged (TCP:
-	// Linux's delayed-ACK timer and a segment, since it acknowledges
-	// every second one at once; QUIC: the peer's max_ack_delay and a
-	// packet). Zero if the peer acknowledges every packet at once.
-	AckDelay   time.Duration
-	AckHold    int
+	// SlackTime and SlackMax bound the bytes in flight, beyond what the
+	// path holds at a rate over the minimum round trip, that are not a
+	// queue: the rate over SlackTime, at most SlackMax. One is the
+	// packet in service at the bottleneck, whose serialization a minimum
+	// round trip taken on small packets (the handshake's) leaves out: for
+	// a stream of a packet a frame, the frame, the rate over a frame
+	// interval; a full packet at most. Another is a packet the peer holds
+	// back for its acknowledgement delay (QUIC's max_ack_delay). Zero:
+	// none.
+	SlackTime  time.Duration
+	SlackMax   int
 	Cwnd       int          // congestion window in bytes; 0 if unknown
 	PeerWindow int          // the peer's receive window in bytes; negative if unknown
 	PacingRate rate.Bitrate // the pacer's rate now; 0 if none or unknown

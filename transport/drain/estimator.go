@@ -200,9 +200,8 @@ func (e *Estimator) advance(s Sample) window {
 // bottleneck stayed busy from the previous sample to s: +Inf if the sender
 // was backlogged throughout. Otherwise it stayed busy if what was in flight
 // at the previous sample exceeded what the path holds (rate × min RTT),
-// what it drains until s, and what the peer may have received and not yet
-// acknowledged (rate × its acknowledgement delay, at most Sample.AckHold):
-// so at any rate up to the one returned.
+// what it drains until s, and the slack (rate × Sample.SlackTime, at most
+// Sample.SlackMax): so at any rate up to the one returned.
 func (e *Estimator) roomTo(s Sample) float64 {
 	if s.Backlogged {
 		return math.Inf(1)
@@ -219,11 +218,11 @@ func (e *Estimator) roomTo(s Sample) float64 {
 	case d <= 0:
 		return math.Inf(1)
 	}
-	// The rate r at which r·d + min(r·AckDelay, AckHold) is what was in
-	// flight: below AckHold/AckDelay the held bytes grow with the rate,
-	// above it they are AckHold (and then in flight exceeds AckHold).
-	r := in / (d + s.AckDelay).Seconds()
-	if hold := float64(s.AckHold); r*s.AckDelay.Seconds() > hold {
+	// The rate r at which r·d + min(r·SlackTime, SlackMax) is what was in
+	// flight: below SlackMax/SlackTime the slack grows with the rate,
+	// above it it is SlackMax (and then in flight exceeds SlackMax).
+	r := in / (d + s.SlackTime).Seconds()
+	if hold := float64(s.SlackMax); r*s.SlackTime.Seconds() > hold {
 		r = (in - hold) / d.Seconds()
 	}
 	return r

@@ -222,19 +222,18 @@ func TestEstimatorQueueInTheNetwork(t *testing.T) {
 	}
 }
 
-// TestEstimatorAckDelay checks the bytes a peer may hold unacknowledged.
-// A sender of a segment a frame, 30 a second, at 180 kb/s on a 300 kb/s
-// path with a 175 ms minimum round trip: each segment is acknowledged
-// with the next frame's or after the peer's delayed-ACK timer, so a frame
-// stays in flight for its serialization and about that delay after the
-// round trip, 4.8 kB, more than 180 kb/s times the round trip and the
-// frame interval. The bottleneck idles two fifths of the time: with the
-// held bytes allowed for, the windows are application-limited and the
-// estimate keeps the path's rate. A queue in the network stays one: 10 kB
-// at 180 kb/s is 444 ms of it. At 1 Mb/s with a 20 ms round trip and
-// readings 7 ms apart, the peer holds a segment, not the 5 kB the rate
-// makes of its 40 ms: 6 kB in flight is a queue.
-func TestEstimatorAckDelay(t *testing.T) {
+// TestEstimatorSlack checks the bytes in flight that are not a queue. A
+// sender of a segment a frame, 30 a second, at 180 kb/s on a 300 kb/s
+// path with a 175 ms minimum round trip: a frame stays in flight for the
+// round trip, its serialization and a little more, 4.8 kB, more than
+// 180 kb/s times the round trip and the frame interval. The bottleneck
+// idles two fifths of the time: with the slack allowed for, the windows
+// are application-limited and the estimate keeps the path's rate. A queue
+// in the network stays one: 10 kB at 180 kb/s is 444 ms of it. At 1 Mb/s
+// with a 20 ms round trip and readings 7 ms apart, the slack is a
+// segment, not the 5 kB the rate makes of 40 ms: 6 kB in flight is a
+// queue.
+func TestEstimatorSlack(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		path     rate.Bitrate
@@ -253,7 +252,7 @@ func TestEstimatorAckDelay(t *testing.T) {
 			e := New(Config{})
 			l := newLink()
 			l.ackBytes = 750
-			l.s.MinRTT, l.s.SRTT, l.s.AckDelay, l.s.AckHold = tc.minRTT, tc.minRTT*6/5, 40*time.Millisecond, 1448
+			l.s.MinRTT, l.s.SRTT, l.s.SlackTime, l.s.SlackMax = tc.minRTT, tc.minRTT*6/5, 40*time.Millisecond, 1448
 			l.run(e, 10*time.Second, tc.step, tc.path, backlogged)
 			est := l.run(e, 10*time.Second, tc.step, tc.sent, func(s *Sample) { s.Backlogged = false; s.InFlight = tc.inFlight })
 			if !near(est.Rate, tc.want, 0.05) || est.AppLimited != tc.app {

@@ -24,12 +24,12 @@ type trace struct {
 	rows          []traceRow
 }
 
-// tcpAckDelay and tcpAckHold are the acknowledgement delay and the bytes
-// held that transport/tcp's SampleOf gives every reading (Linux's
-// delayed-ACK timer and a segment), which the traces leave out.
+// tcpSlackTime and tcpSlackMax are the slack transport/tcp's SampleOf
+// gives every reading (a frame interval, a segment at most), which the
+// traces leave out.
 const (
-	tcpAckDelay = 40 * time.Millisecond
-	tcpAckHold  = 1448
+	tcpSlackTime = 40 * time.Millisecond
+	tcpSlackMax  = 1448
 )
 
 type traceRow struct {
@@ -83,7 +83,7 @@ func readTrace(t *testing.T, name string) trace {
 				InFlight: int(v[3]), Backlogged: v[4] == 1, Recovering: v[5] == 1,
 				SRTT: time.Duration(v[6]) * time.Microsecond, MinRTT: time.Duration(v[7]) * time.Microsecond,
 				Cwnd: int(v[8]), PeerWindow: int(v[9]), PacingRate: rate.Bitrate(v[10]),
-				AckDelay: tcpAckDelay, AckHold: tcpAckHold,
+				SlackTime: tcpSlackTime, SlackMax: tcpSlackMax,
 			},
 			stack: rate.Bitrate(v[11]), stackAppLimited: v[12] == 1, unsent: int(v[13]),
 		})

@@ -213,7 +213,8 @@ func (c Config) validate() error {
 // maxAckDelay is the longest the viewer holds an acknowledgement back
 // (quic-go's max_ack_delay, the protocol's default): it acknowledges every
 // second ack-eliciting packet at once, and a lone one after this, so it
-// holds a packet at most. datagramSize is the size of quic-go's packets
+// holds a packet at most; the drain estimate's slack is that packet
+// (drain.Sample.SlackTime). datagramSize is the size of quic-go's packets
 // without path MTU discovery (see quicConfig).
 const (
 	maxAckDelay  = 25 * time.Millisecond

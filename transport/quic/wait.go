@@ -115,7 +115,7 @@ func (c *Conn) sampleLocked(now time.Time) quic.ConnectionStats {
 	c.drainIn = drain.Sample{
 		At: now, Delivered: delivered, Acks: st.PacketsReceived, AckedAt: c.path.acked(), InFlight: int(float64(inFlight) * c.share.share()),
 		Backlogged: c.unsent() > 0, Recovering: c.path.recovering.Load(),
-		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, AckDelay: maxAckDelay, AckHold: datagramSize, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
+		SRTT: st.SmoothedRTT, MinRTT: st.MinRTT, SlackTime: maxAckDelay, SlackMax: datagramSize, Cwnd: int(st.CongestionWindow), PeerWindow: -1,
 	}
 	c.est.Add(c.drainIn)
 	return st

@@ -332,20 +332,22 @@ func SampleOf(i Info, at time.Time, acks uint64, nagle bool) drain.Sample {
 		Recovering: i.CAState == caDisorder || i.CAState >= caRecovery || i.Sacked > 0,
 		SRTT:       i.RTT,
 		MinRTT:     i.MinRTT,
-		AckDelay:   delayedAck,
-		AckHold:    i.MSS,
+		SlackTime:  FrameSlack,
+		SlackMax:   i.MSS,
 		Cwnd:       i.Cwnd * i.MSS,
 		PeerWindow: i.SndWnd,
 		PacingRate: i.PacingRate,
 	}
 }
 
-// delayedAck is how long a Linux receiver holds an acknowledgement back
-// at least (TCP_DELACK_MIN): it acknowledges every second full segment at
-// once, and a lone one when its delayed-ACK timer fires, so it holds a
-// segment at most, and a frame of a segment or two waits for the next
-// frame's acknowledgement or for the timer.
-const delayedAck = 40 * time.Millisecond
+// FrameSlack, with a segment at most, is the slack of a reading
+// (drain.Sample.SlackTime): the packet in service at the bottleneck, whose
+// serialization tcpi_min_rtt (the handshake's, on small packets) leaves
+// out. For a stream of a packet a frame that is the frame, the rate over
+// a frame interval (40 ms: 25 frames a second or more). The receiver's
+// delayed ACK adds nothing for frames: Linux acknowledges a segment that
+// ends a write (PSH) as its reader takes it, and the viewer reads at once.
+const FrameSlack = 40 * time.Millisecond
 
 // ackClock is the least tcpi_last_ack_recv taken for the time of the
 // latest acknowledgement: two jiffies at HZ=250.
