@@ -1,6 +1,7 @@
 package pathmodel
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -50,14 +51,7 @@ func TestDelayedAck(t *testing.T) {
 	}
 	check := func(what string, got map[int64]time.Duration, want map[int64]time.Duration) {
 		t.Helper()
-		ids := slices.Sorted(func(yield func(int64) bool) {
-			for id := range want {
-				if !yield(id) {
-					return
-				}
-			}
-		})
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(want)) {
 			if got[id] != want[id] {
 				t.Errorf("%s: segment %d acknowledged at %v, want %v", what, id, got[id], want[id])
 			}

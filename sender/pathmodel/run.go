@@ -250,8 +250,10 @@ func (s *sim) dispatch(ev event) {
 		s.onTick(ev.at, ev.arg)
 	case evRecv:
 		s.flowTCP(ev.flow).onRecv(ev.at, ev.arg)
+		return // the receiver's: nothing the sender sees has changed
 	case evDelAck:
 		s.flowTCP(ev.flow).onDelAck(ev.at, ev.arg)
+		return
 	case evAck:
 		s.flowTCP(ev.flow).onAck(ev.at, ev.arg)
 	case evWrite:
