@@ -1180,6 +1180,41 @@ func TestEvidenceNewestAfterCut(t *testing.T) {
 	}
 }
 
+// TestEvidenceRiseAfterOvershoot: a probe's overshoot cut takes 163 kb/s
+// while the drain rate reads 135; a window under the probe's queue then
+// raises it to 183 kb/s, application-limited. That raises the capacity
+// and the ceiling after an overshoot's cut, not after another cut, not
+// from an aged rate, and not from a drain rate that read as much at the
+// cut (an older window's).
+func TestEvidenceRiseAfterOvershoot(t *testing.T) {
+	cut := time.Unix(1000, 0)
+	est, low, rise := 163*rate.Kbps, 135*rate.Kbps, 183*rate.Kbps
+	for _, tc := range []struct {
+		name      string
+		overshoot bool
+		atCut     rate.Bitrate
+		aged      bool
+		want      rate.Bitrate
+	}{
+		{"risen after an overshoot", true, low, false, rise},
+		{"risen after another cut", false, low, false, est},
+		{"aged", true, low, true, est},
+		{"as high at the cut", true, rise, false, est},
+	} {
+		c := NewController(testLadder, est)
+		c.capacity, c.ceiling, c.lastCut, c.low, c.high = est, est, cut, qLow, qHigh
+		if tc.overshoot {
+			c.shotAt = cut
+		}
+		c.evidence(Observation{Now: cut.Add(10 * time.Millisecond), DrainRate: tc.atCut, AppLimited: true}, 0)
+		c.capacity, c.ceiling = est, est
+		c.evidence(Observation{Now: cut.Add(500 * time.Millisecond), DrainRate: rise, AppLimited: true, Aged: tc.aged}, 0)
+		if c.capacity != tc.want || c.ceiling != tc.want {
+			t.Errorf("%s: capacity %v, ceiling %v, want %v", tc.name, c.capacity, c.ceiling, tc.want)
+		}
+	}
+}
+
 // TestEvidenceAgedDrain: after a halving from 1 Mb/s to 500 kb/s under
 // BBR, every window is application-limited and the drain rate holds the
 // old path's 932 kb/s, aged. Once a probe has passed the last cut's
