@@ -229,7 +229,7 @@ func (c *Controller) congested(o Observation, excess time.Duration, slope float6
 	c.phase, c.phaseAt = recovering, o.Now
 	if overshoot {
 		c.plan.start(o.Now, time.Duration(queue*float64(time.Second)), est)
-		c.shotAt = o.Now
+		c.shotAt, c.shotDrain = o.Now, measured(o)
 	}
 }
 

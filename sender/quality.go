@@ -334,9 +334,8 @@ type Controller struct {
 	capacity  rate.Bitrate // the path's capacity as last measured
 	speed     float64      // the probe's relative growth per second
 	lastCut   time.Time
-	shotAt    time.Time    // the last cut that judged a probe's overshoot
-	cutSeen   time.Time    // the last cut evidence has seen, and
-	cutDrain  rate.Bitrate // the drain rate then (see evidence)
+	shotAt    time.Time    // the last cut that judged a probe's overshoot,
+	shotDrain rate.Bitrate // and the drain rate then (see evidence)
 	lastCutQ  time.Duration
 	overhead  float64      // bytes written per encoded byte
 	shown     rate.Bitrate // the rate sent when the last congestion cut came, at the current rung or, after a move down, up to its Max; 0 if none

@@ -1204,10 +1204,8 @@ func TestEvidenceRiseAfterOvershoot(t *testing.T) {
 		c := NewController(testLadder, est)
 		c.capacity, c.ceiling, c.lastCut, c.low, c.high = est, est, cut, qLow, qHigh
 		if tc.overshoot {
-			c.shotAt = cut
+			c.shotAt, c.shotDrain = cut, tc.atCut
 		}
-		c.evidence(Observation{Now: cut.Add(10 * time.Millisecond), DrainRate: tc.atCut, AppLimited: true}, 0)
-		c.capacity, c.ceiling = est, est
 		c.evidence(Observation{Now: cut.Add(500 * time.Millisecond), DrainRate: rise, AppLimited: true, Aged: tc.aged}, 0)
 		if c.capacity != tc.want || c.ceiling != tc.want {
 			t.Errorf("%s: capacity %v, ceiling %v, want %v", tc.name, c.capacity, c.ceiling, tc.want)

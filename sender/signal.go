@@ -95,9 +95,6 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 		c.ceiling = 0
 		c.overflow.at, c.overflow.before = time.Time{}, time.Time{} // see overflowed
 	}
-	if c.cutSeen != c.lastCut {
-		c.cutSeen, c.cutDrain = c.lastCut, measured(o)
-	}
 	held := c.agedRate(o)
 	lower := max(held, sent)
 	switch {
@@ -109,7 +106,7 @@ func (c *Controller) evidence(o Observation, excess time.Duration) {
 			lower = max(lower, o.Newest)
 			c.ceiling = max(c.ceiling, o.Newest)
 		}
-		if d := measured(o); !o.Aged && c.shotAt.Equal(c.lastCut) && !c.lastCut.IsZero() && d > c.cutDrain {
+		if d := measured(o); !o.Aged && !c.lastCut.IsZero() && c.shotAt.Equal(c.lastCut) && d > c.shotDrain {
 			lower = max(lower, d)
 			c.ceiling = max(c.ceiling, d)
 		}
