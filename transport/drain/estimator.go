@@ -222,8 +222,8 @@ func (e *Estimator) roomTo(s Sample) float64 {
 	// flight: below SlackMax/SlackTime the slack grows with the rate,
 	// above it it is SlackMax (and then in flight exceeds SlackMax).
 	r := in / (d + s.SlackTime).Seconds()
-	if hold := float64(s.SlackMax); r*s.SlackTime.Seconds() > hold {
-		r = (in - hold) / d.Seconds()
+	if slack := float64(s.SlackMax); r*s.SlackTime.Seconds() > slack {
+		r = (in - slack) / d.Seconds()
 	}
 	return r
 }

@@ -232,7 +232,7 @@ func TestEstimatorQueueInTheNetwork(t *testing.T) {
 // in the network stays one: 10 kB at 180 kb/s is 444 ms of it. At 1 Mb/s
 // with a 20 ms round trip and readings 7 ms apart, the slack is a
 // segment, not the 5 kB the rate makes of 40 ms: 6 kB in flight is a
-// queue.
+// queue, and 4 kB, under 1 Mb/s times 27 ms and a segment, is not.
 func TestEstimatorSlack(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -246,7 +246,8 @@ func TestEstimatorSlack(t *testing.T) {
 	}{
 		{"segment a frame", 300 * rate.Kbps, 175 * time.Millisecond, time.Second / 30, 180 * rate.Kbps, 4800, 300 * rate.Kbps, true},
 		{"queue in the network", 300 * rate.Kbps, 175 * time.Millisecond, time.Second / 30, 180 * rate.Kbps, 10000, 180 * rate.Kbps, false},
-		{"a segment held", 2 * rate.Mbps, 20 * time.Millisecond, 7 * time.Millisecond, 1 * rate.Mbps, 6000, 1 * rate.Mbps, false},
+		{"past a segment's slack", 2 * rate.Mbps, 20 * time.Millisecond, 7 * time.Millisecond, 1 * rate.Mbps, 6000, 1 * rate.Mbps, false},
+		{"within a segment's slack", 2 * rate.Mbps, 20 * time.Millisecond, 7 * time.Millisecond, 1 * rate.Mbps, 4000, 2 * rate.Mbps, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(Config{})
