@@ -442,7 +442,7 @@ func intersect(a, b [][2]int64) [][2]int64 {
 // capture to received (c2rOK), against floor_ms on the path after the step.
 func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, floorAt func(time.Duration) float64) []*float64 {
 	c2r := c2rOK(in, frames, floorAt)
-	util := utilOK(in, recv)
+	util := utilOK(in, frames, recv)
 	out := make([]*float64, len(in.Spec.Path.Schedule))
 	for i, st := range steps(in.Spec.Path) {
 		at := in.Spec.Path.Schedule[i].At
@@ -568,20 +568,41 @@ func c2rOK(in Input, frames []joinedFrame, floorAt func(time.Duration) float64) 
 	}
 }
 
-// utilOK returns whether the media received in [t, t+utilWindow) is at
-// least utilTarget of the bottleneck rate at t.
-func utilOK(in Input, recv []records.ViewerFrame) func(time.Duration) bool {
-	byRecv := slices.Clone(recv)
-	slices.SortFunc(byRecv, func(a, b records.ViewerFrame) int { return cmp.Compare(a.ReceivedUs, b.ReceivedUs) })
-	sums := make([]int64, len(byRecv)+1) // sums[i]: bytes of the first i
-	for i, r := range byRecv {
-		sums[i+1] = sums[i] + int64(r.Bytes)
+// utilOK returns whether the link carried the stream at least utilTarget
+// busy over [t, t+utilWindow): the bytes written for the frames received
+// in it over the payload's share of the link's IP bytes (payloadShare),
+// as link_utilization counts the link. Counting the media alone, a rise
+// to a low rate could never recover: at 200 kb/s the headers hold VP8 at
+// 86 to 89% of a link that is 92 to 93% busy. Where the share is unknown
+// (frames without their written bytes, or competing flows on the link)
+// it counts the media received, as before the share was known.
+func utilOK(in Input, frames []joinedFrame, recv []records.ViewerFrame) func(time.Duration) bool {
+	type arrival struct {
+		us    int64
+		bytes float64
+	}
+	var arr []arrival
+	if share := payloadShare(in, windowFrames(in.TL, frames)); share > 0 {
+		for _, f := range frames {
+			if f.ReceivedUs > 0 {
+				arr = append(arr, arrival{f.ReceivedUs, float64(f.Written) / share})
+			}
+		}
+	} else {
+		for _, r := range recv {
+			arr = append(arr, arrival{r.ReceivedUs, float64(r.Bytes)})
+		}
+	}
+	slices.SortFunc(arr, func(a, b arrival) int { return cmp.Compare(a.us, b.us) })
+	sums := make([]float64, len(arr)+1) // sums[i]: bytes of the first i
+	for i, a := range arr {
+		sums[i+1] = sums[i] + a.bytes
 	}
 	idx := func(us int64) int {
-		return sort.Search(len(byRecv), func(i int) bool { return byRecv[i].ReceivedUs >= us })
+		return sort.Search(len(arr), func(i int) bool { return arr[i].us >= us })
 	}
 	return func(t time.Duration) bool {
 		bytes := sums[idx(in.TL.us(t+utilWindow))] - sums[idx(in.TL.us(t))]
-		return float64(bytes)*8/utilWindow.Seconds() >= utilTarget*float64(in.Spec.Path.RateAt(t))
+		return bytes*8/utilWindow.Seconds() >= utilTarget*float64(in.Spec.Path.RateAt(t))
 	}
 }

@@ -524,3 +524,50 @@ func TestRiseWindowHeld(t *testing.T) {
 		t.Errorf("without a window: %v, want none", got)
 	}
 }
+
+// TestRiseRecoveryCountsTheLink checks that a rise's recovery counts the
+// link's bytes, headers included, as link_utilization does: a stream whose
+// VP8 stays at 84% of the new rate while its packets keep the link 98%
+// busy has recovered.
+func TestRiseRecoveryCountsTheLink(t *testing.T) {
+	in := videoInput()
+	in.Spec.Path.Rate = 500 * rate.Kbps
+	in.Spec.Path.Schedule = []scenario.Step{{At: 4 * time.Second, Rate: rate.Mbps}}
+	var v videoData
+	var written int64
+	for i := range 12 * 30 {
+		capture := time.Duration(i) * time.Second / 30
+		// 360 kb/s of VP8 before 5 s, 840 kb/s after; the framing adds
+		// 200 and 400 B to each frame, the IP headers 5% more.
+		size, w := 1500, 1700
+		if capture >= 5*time.Second {
+			size, w = 3500, 3900
+		}
+		ts := uint32(1000 + 3000*i)
+		v.Frames = append(v.Frames, records.Frame{RTPTimestamp: ts, CaptureUs: at(capture), EncodeStartUs: at(capture + time.Millisecond),
+			EncodeEndUs: at(capture + 4*time.Millisecond), WriteStartUs: at(capture + 5*time.Millisecond), Bytes: size, Written: w,
+			Width: 640, Height: 360})
+		v.Received = append(v.Received, records.ViewerFrame{Kind: records.KindReceived, RTPTimestamp: ts, CaptureUs: at(capture),
+			ReceivedUs: at(capture + 100*time.Millisecond), Bytes: size})
+		if in.TL.in(at(capture)) {
+			written += int64(w)
+		}
+	}
+	in.Final.Forward.Total.Bytes, in.Final.Forward.Total.Span = written*105/100, in.TL.Duration
+	r, _ := summarizeVideo(in, v)
+	// The window from 5.0 s holds 3 frames of 1700 B and 27 of 3900 B
+	// written: 0.927 Mb/s on the link; the one from 4.9 s, 6 and 24,
+	// 0.872 Mb/s.
+	if len(r.RecoveryS) != 1 {
+		t.Fatalf("recoveries %v, want one", r.RecoveryS)
+	}
+	if got := r.RecoveryS[0]; got == nil || !near(*got, 1, 1e-9) {
+		t.Errorf("recovery %v, want 1 s", fmtPtr(got))
+	}
+	// Without the link's bytes the media alone counts, and never reaches
+	// 90% of the rate.
+	in.Final.Forward.Total.Bytes = 0
+	if r, _ := summarizeVideo(in, v); len(r.RecoveryS) != 1 || r.RecoveryS[0] != nil {
+		t.Errorf("recovery %v counting the media, want none", fmtPtr(r.RecoveryS[0]))
+	}
+}
