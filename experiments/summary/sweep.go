@@ -89,14 +89,15 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 	win := windowFrames(in.TL, frames)
 	r.RungFraction = rungFraction(win)
 	var note string
-	if r.DrainRatio, note = drainRatio(in, win); note != "" {
+	share := payloadShare(in, win)
+	if r.DrainRatio, note = drainRatio(in, win, share); note != "" {
 		r.Notes = append(r.Notes, note)
 	}
 	if r.IdleFraction, note = idleFraction(in, frames); note != "" {
 		r.Notes = append(r.Notes, note)
 	}
 	r.UtilizationSteady = steadyUtilization(in, recv)
-	floorAt, note, ok := floor(in, win)
+	floorAt, note, ok := floor(in, win, share)
 	if !ok {
 		return
 	}
@@ -106,7 +107,7 @@ func sweepFields(r *report.Run, in Input, frames []joinedFrame, recv []records.V
 	r.FloorMs = ptr(math.Round(floorAt(in.Spec.Warmup)*1000) / 1000)
 	r.OverFloorMs = overFloor(in.TL, c2r, c2rAt, floorAt)
 	if len(in.Spec.Path.Schedule) > 0 {
-		r.RecoveryS = recoveries(in, frames, recv, floorAt)
+		r.RecoveryS = recoveries(in, frames, recv, share, floorAt)
 		r.RiseWindowHeld = riseWindowHeld(in, frames, r.RecoveryS)
 	}
 }
@@ -198,12 +199,12 @@ func rungFraction(win []joinedFrame) map[string]float64 {
 // The estimate counts the bytes the sender wrote (RTP, framing, its
 // reports); the bottleneck's rate counts IP packets, whose headers the
 // estimate never sees: at 100 kb/s and 15 fps they are a tenth of the
-// link. So the rate is taken in the estimate's units, times the payload
-// share (payloadShare), and an exact estimate reads 1 on every path. The
+// link. So the rate is taken in the estimate's units, times share, the
+// window's payloadShare, and an exact estimate reads 1 on every path. The
 // second result is a note when the share is unknown and the rate is taken
 // as it is.
-func drainRatio(in Input, win []joinedFrame) (*metrics.Percentiles, string) {
-	share, note := payloadShare(in, win), ""
+func drainRatio(in Input, win []joinedFrame, share float64) (*metrics.Percentiles, string) {
+	note := ""
 	if share == 0 {
 		share, note = 1, "drain_ratio against the bottleneck's IP rate: the bytes written or the link's are unknown"
 	}
@@ -261,13 +262,12 @@ func payloadShare(in Input, win []joinedFrame) float64 {
 // serialization the window's median (mostly the slower path's frames)
 // halved (a 1.4 to 2.8 Mb/s doubling at 15 fps read 43 ms over the floor
 // at the median, 15 ms against each rate's own frames). A frame's
-// serialization is that of its packets: the bytes written for it over the
-// payload's share of the link's IP bytes (payloadShare), so that the
-// headers count (at 30 kb/s they are 23 ms of a frame's 125). Where the
-// share is unknown it is the bytes written, or the VP8 bytes where those
+// serialization is that of its packets: the bytes written for it over
+// share, the window's payloadShare, so that the headers count (at 30 kb/s
+// they are 23 ms of a frame's 125). Where the share is unknown (0) it is the bytes written, or the VP8 bytes where those
 // are, and the second result says so. It reports false without frames.
-func floor(in Input, win []joinedFrame) (func(time.Duration) float64, string, bool) {
-	share, note := payloadShare(in, win), ""
+func floor(in Input, win []joinedFrame, share float64) (func(time.Duration) float64, string, bool) {
+	note := ""
 	var sizes, encodes []float64
 	for _, f := range win {
 		switch {
@@ -440,9 +440,9 @@ func intersect(a, b [][2]int64) [][2]int64 {
 // warm-up). After a rise of the rate the criterion is utilization (utilOK);
 // after any other step (a fall of the rate, a change of the RTT) it is
 // capture to received (c2rOK), against floor_ms on the path after the step.
-func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, floorAt func(time.Duration) float64) []*float64 {
+func recoveries(in Input, frames []joinedFrame, recv []records.ViewerFrame, share float64, floorAt func(time.Duration) float64) []*float64 {
 	c2r := c2rOK(in, frames, floorAt)
-	util := utilOK(in, frames, recv)
+	util := utilOK(in, frames, recv, share)
 	out := make([]*float64, len(in.Spec.Path.Schedule))
 	for i, st := range steps(in.Spec.Path) {
 		at := in.Spec.Path.Schedule[i].At
@@ -570,19 +570,19 @@ func c2rOK(in Input, frames []joinedFrame, floorAt func(time.Duration) float64) 
 
 // utilOK returns whether the link carried the stream at least utilTarget
 // busy over [t, t+utilWindow): the bytes written for the frames received
-// in it over the payload's share of the link's IP bytes (payloadShare),
-// as link_utilization counts the link. Counting the media alone, a rise
+// in it over share, the window's payloadShare (the payload's share of the
+// link's IP bytes), as link_utilization counts the link. Counting the media alone, a rise
 // to a low rate could never recover: at 200 kb/s the headers hold VP8 at
 // 86 to 89% of a link that is 92 to 93% busy. Where the share is unknown
-// (frames without their written bytes, or competing flows on the link)
+// (0: frames without their written bytes, or competing flows on the link)
 // it counts the media received, as before the share was known.
-func utilOK(in Input, frames []joinedFrame, recv []records.ViewerFrame) func(time.Duration) bool {
+func utilOK(in Input, frames []joinedFrame, recv []records.ViewerFrame, share float64) func(time.Duration) bool {
 	type arrival struct {
 		us    int64
 		bytes float64
 	}
 	var arr []arrival
-	if share := payloadShare(in, windowFrames(in.TL, frames)); share > 0 {
+	if share > 0 {
 		for _, f := range frames {
 			if f.ReceivedUs > 0 {
 				arr = append(arr, arrival{f.ReceivedUs, float64(f.Written) / share})
