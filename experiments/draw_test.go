@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"replenish/experiments/scenario"
 	"replenish/rate"
@@ -53,11 +54,21 @@ func TestDraw(t *testing.T) {
 	if len(runs) != n {
 		t.Fatalf("%d replenish runs, want %d", len(runs), n)
 	}
-	var quic, lossy, steps, fast int
+	var quic, lossy, steps, fast, jittery, walks int
 	for _, r := range runs {
 		p := r.Path
 		if p.Rate < 150*rate.Kbps || p.Rate > 40*rate.Mbps || p.RTT.Milliseconds() < 6 || p.RTT.Milliseconds() > 230 {
 			t.Errorf("%s: rate %v, RTT %v outside the draw's ranges", r.ID(), p.Rate, p.RTT)
+		}
+		if p.Jitter > 0 {
+			jittery++
+			if p.Jitter < 2*time.Millisecond || p.Jitter > 30*time.Millisecond {
+				t.Errorf("%s: jitter %v outside 2 to 30 ms", r.ID(), p.Jitter)
+			}
+		}
+		if len(p.Schedule) > 1 {
+			walks++
+			checkWalk(t, r)
 		}
 		if r.Transport == scenario.QUIC {
 			quic++
@@ -80,7 +91,9 @@ func TestDraw(t *testing.T) {
 	}{
 		{"over QUIC", quic, 1.0 / 3, 0.08},
 		{"with random loss", lossy, 0.25, 0.08},
-		{"with a step", steps, 0.2 + 1.0/6, 0.08},
+		{"with a step", steps, 0.2 + 1.0/6 + 0.2*(1-0.2-1.0/6), 0.08},
+		{"with jitter", jittery, 0.2, 0.08},
+		{"wandering", walks, 0.2, 0.08},
 		{"at 4 Mb/s or more (log-uniform: 0.44)", fast, 0.44, 0.08},
 	} {
 		if share := float64(c.got) / n; share < c.want-c.tol || share > c.want+c.tol {
@@ -97,10 +110,57 @@ func TestDraw(t *testing.T) {
 		t.Errorf("--loss 0: %d lines with loss", lines)
 	}
 	var errs bytes.Buffer
-	for _, args := range [][]string{{"--n", "0"}, {"--loss", "2"}, {"--modes", "a b"}, {"extra"}} {
+	for _, args := range [][]string{{"--n", "0"}, {"--loss", "2"}, {"--jitter", "-0.1"}, {"--walk", "1.5"}, {"--modes", "a b"}, {"extra"}} {
 		if code := drawMain(context.Background(), args, &bytes.Buffer{}, &errs); code != 2 {
 			t.Errorf("draw %v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// checkWalk checks a wandering path's schedule: steps walkGapMin to
+// walkGapMax apart, the first 5 to 7 s into the window and the last
+// walkGapMin before its end, each moving the rate by walkFactorMin to
+// walkFactor within the draw's rates.
+func checkWalk(t *testing.T, r scenario.Run) {
+	t.Helper()
+	p := r.Path
+	if r.Duration != walkDuration*time.Second {
+		t.Errorf("%s: a wandering path measures %v, want %ds", r.ID(), r.Duration, walkDuration)
+	}
+	if first := p.Schedule[0].At - r.Warmup; first < 5*time.Second || first > 7*time.Second {
+		t.Errorf("%s: first step %v into the window", r.ID(), first)
+	}
+	if left := r.Warmup + r.Duration - p.Schedule[len(p.Schedule)-1].At; left < walkGapMin*time.Second {
+		t.Errorf("%s: %v left after the last step", r.ID(), left)
+	}
+	prev := p.Rate
+	for i, st := range p.Schedule {
+		if i > 0 {
+			if gap := st.At - p.Schedule[i-1].At; gap < walkGapMin*time.Second || gap > walkGapMax*time.Second {
+				t.Errorf("%s: steps %v apart", r.ID(), gap)
+			}
+		}
+		f := float64(st.Rate) / float64(prev)
+		// A rounded rate (10 kb/s steps) may move a little past the bounds.
+		if f = max(f, 1/f); f < walkFactorMin*0.97 || f > walkFactor*1.03 || st.Rate < 150*rate.Kbps || st.Rate > 80*rate.Mbps {
+			t.Errorf("%s: a step from %v to %v", r.ID(), prev, st.Rate)
+		}
+		prev = st.Rate
+	}
+}
+
+// TestDrawKeepsOldSeeds checks that with neither jitter nor a wandering
+// rate a seed draws the paths it drew before those existed (the first
+// paths of the seed of the notebook's draw at 957facd).
+func TestDrawKeepsOldSeeds(t *testing.T) {
+	_, body, _ := strings.Cut(draw(t, "--seed", "20261227", "--n", "4", "--jitter", "0", "--walk", "0"), "\n")
+	want := `--workload video --rate 940kbit --rtt 55ms --queue 80ms --transport quic --warmup 5s --duration 30s --modes replenish=15ms,default --loss 0.002
+--workload video --rate 21600kbit --rtt 130ms --queue 200ms --cc cubic --warmup 5s --duration 30s --modes replenish=15ms --fps 24 --schedule 20s=43200kbit
+--workload video --rate 250kbit --rtt 114ms --queue 200ms --transport quic --warmup 10s --duration 30s --modes replenish=15ms --schedule 20s=500kbit
+--workload video --rate 1500kbit --rtt 219ms --queue 150ms --cc bbr --warmup 5s --duration 30s --modes replenish=15ms --fps 60 --schedule 20s=3000kbit
+`
+	if body != want {
+		t.Errorf("seed 20261227 without jitter and walk:\n%s\nwant\n%s", body, want)
 	}
 }
 
