@@ -229,6 +229,20 @@ func (c *Controller) held(o Observation, want, capped rate.Bitrate) bool {
 // lead it by heldSent: the transport drains no faster, and the frames the
 // rate asks for wait at the sender or are skipped, so that the rate is
 // not what the stream sends.
+//
+// Not where the encoder, not the transport, holds the stream: the rate
+// counts only up to what the rung lets the encoder write (its Max, and the
+// packets' overhead), and not while a keyframe is paid back (keyUntil),
+// whose rung's encoder, new after a rung change, writes under its target
+// for a few hundred milliseconds. A QUIC stream at 0.79 Mb/s, 15 fps and
+// 186 ms, whose path had risen to 1.8 Mb/s, probed past 320x180's Max
+// with its frames at the Max; once at 640x360 the probe was ended while
+// the new rung's encoder climbed, and the stream cruised at the old Max
+// for another second and took 8 s to fill the faster path.
 func (c *Controller) sendLimited(o Observation, d rate.Bitrate) bool {
-	return c.rate > d.Scale(heldLead) && c.sentRate(o.Now.Add(-sentWindow), o.Now) <= d.Scale(heldSent)
+	if o.Now.Before(c.keyUntil) {
+		return false
+	}
+	asked := min(c.rate, rate.Bitrate(float64(c.ladder[c.rung].Max)*c.overhead))
+	return asked > d.Scale(heldLead) && c.sentRate(o.Now.Add(-sentWindow), o.Now) <= d.Scale(heldSent)
 }

@@ -1478,3 +1478,26 @@ func TestSelfTermAfterFirstAcks(t *testing.T) {
 		t.Errorf("excess %v after 3 s of frames queueing 22 to 38 ms behind each other, want at most %v", ex, qLow)
 	}
 }
+
+// TestControllerMovesUpPastRungMax: a stream at a rung's Max on a path
+// three times as fast, whose drain rate is not application-limited and
+// measures only what the stream writes (QUIC's, whose frames wait for its
+// pacer), must move up the ladder. Its probes climb past the Max with the
+// frames held at it; taken for a transport that carries no more (held),
+// each probe ended within two feedback delays and the stream cruised back
+// under the Max, so that its rate never stayed past the Max for upHold:
+// it was still at 320x180 after 10 s.
+func TestControllerMovesUpPastRungMax(t *testing.T) {
+	c := NewController(media.Ladder, 700*rate.Kbps)
+	f := newFeed(c)
+	if got := c.Rung().Size; got != (media.Size{W: 320, H: 180}) {
+		t.Fatalf("starts at %v, want 320x180", got)
+	}
+	d := f.run(10*time.Second, func() Observation {
+		sent := min(f.d.Bitrate.Scale(1.03), 3*rate.Mbps) // what the stream writes, all the path drains
+		return Observation{DrainRate: sent, RTT: 30 * time.Millisecond, MinRTT: 30 * time.Millisecond}
+	})
+	if d.Rung.Size == (media.Size{W: 320, H: 180}) {
+		t.Errorf("still at 320x180 after 10 s on a 3 Mb/s path: rate %v, target %v (%s)", c.rate, d.Bitrate, c.phase)
+	}
+}

@@ -263,3 +263,39 @@ func TestControllerLowRateNoShiftReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerRungProbeReplay replays a real QUIC run whose path rose
+// from 0.79 to 1.8 Mb/s (and from 104 to 172 ms) at 21 s while the stream
+// sent 320x180 at its Max. The probe that found the faster path climbed
+// past the Max with the frames held at it; at 26 s the stream moved up to
+// 640x360, whose encoder wrote under its target for half a second after
+// the keyframe. QUIC's drain rate was not application-limited (the frames
+// waited for the pacer), so the probe was taken for one the transport
+// could not carry: it ended, the capacity fell to what the encoder had
+// written (0.84 Mb/s), and the stream cruised there for another second
+// before probing again; it was not back at 90% of the path 8 s after the
+// step. The encoder, not the transport, held the stream: once the base
+// has moved to the new round trip (the trace shows no queue after 23 s),
+// the rate must not fall back.
+func TestControllerRungProbeReplay(t *testing.T) {
+	tr := readTrace(t, "testdata/rise-rung-quic.csv")
+	c := NewController(media.Ladder, 570*rate.Kbps)
+	var peak, fell rate.Bitrate
+	var fellAt time.Duration
+	replay(c, tr, 15, func(i int, d Decision) {
+		if tr[i].at < 23*time.Second {
+			return
+		}
+		peak = max(peak, c.rate)
+		if c.rate < peak.Scale(0.95) && fell == 0 {
+			fell, fellAt = c.rate, tr[i].at
+		}
+	})
+	t.Logf("rate %v at the end, its peak since 23 s %v", c.rate, peak)
+	if peak < 950*rate.Kbps {
+		t.Fatalf("the probe never passed 320x180's Max: peak %v", peak)
+	}
+	if fell > 0 {
+		t.Errorf("the rate fell to %v at %v from its peak %v with no queue: the probe was ended on the encoder's shortfall", fell, fellAt, peak)
+	}
+}
