@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -115,9 +114,9 @@ func drawPath(r, v *rand.Rand, o drawOpts) string {
 	if r.IntN(2) == 0 {
 		fps = drawFPS[r.IntN(len(drawFPS))]
 	}
-	warm := "5s"
+	warm := 5 // s
 	if rate < 300 {
-		warm = "10s" // the lowest rung's start takes longer to settle
+		warm = 10 // the lowest rung's start takes longer to settle
 	}
 	var sched string
 	switch u := r.Float64(); {
@@ -148,7 +147,7 @@ func drawPath(r, v *rand.Rand, o drawOpts) string {
 	} else {
 		fmt.Fprintf(&b, " --cc %s", cc)
 	}
-	fmt.Fprintf(&b, " --warmup %s --duration %ds --modes %s", warm, dur, modes)
+	fmt.Fprintf(&b, " --warmup %ds --duration %ds --modes %s", warm, dur, modes)
 	if fps != 30 {
 		fmt.Fprintf(&b, " --fps %d", fps)
 	}
@@ -157,12 +156,11 @@ func drawPath(r, v *rand.Rand, o drawOpts) string {
 }
 
 // drawWalk returns the schedule of a wandering path (see walkFactor) that
-// starts at rate kb/s after a warm-up of warm ("5s" or "10s"): its first
+// starts at rate kb/s after a warm-up of warm seconds: its first
 // step 5 to 7 s into the window.
-func drawWalk(r *rand.Rand, rate int, warm string) string {
-	w, _ := strconv.Atoi(strings.TrimSuffix(warm, "s"))
+func drawWalk(r *rand.Rand, rate, warm int) string {
 	var steps []string
-	for at := w + 5 + r.IntN(3); at <= w+walkDuration-walkGapMin; at += walkGapMin + r.IntN(walkGapMax-walkGapMin+1) {
+	for at := warm + 5 + r.IntN(3); at <= warm+walkDuration-walkGapMin; at += walkGapMin + r.IntN(walkGapMax-walkGapMin+1) {
 		f := 1.0
 		for math.Abs(math.Log(f)) < math.Log(walkFactorMin) {
 			f = math.Exp((2*r.Float64() - 1) * math.Log(walkFactor))

@@ -243,6 +243,6 @@ func (c *Controller) sendLimited(o Observation, d rate.Bitrate) bool {
 	if o.Now.Before(c.keyUntil) {
 		return false
 	}
-	asked := min(c.rate, rate.Bitrate(float64(c.ladder[c.rung].Max)*c.overhead))
+	asked := min(c.rate, c.ladder[c.rung].Max.Scale(c.overhead))
 	return asked > d.Scale(heldLead) && c.sentRate(o.Now.Add(-sentWindow), o.Now) <= d.Scale(heldSent)
 }
