@@ -12,13 +12,15 @@ type answer struct {
 	at                      time.Time
 	q, peak                 time.Duration // the excess at the cut, and its highest since
 	capacity, ceiling, rate rate.Bitrate
+	sent                    rate.Bitrate // the rate sent over sentWindow before the cut
 }
 
 // await keeps the state before a cut for answered, unless an earlier cut
 // awaits its judgement.
 func (c *Controller) await(now time.Time, excess time.Duration) {
 	if c.ans.at.IsZero() {
-		c.ans = answer{at: now, q: excess, capacity: c.capacity, ceiling: c.ceiling, rate: c.rate}
+		c.ans = answer{at: now, q: excess, capacity: c.capacity, ceiling: c.ceiling, rate: c.rate,
+			sent: c.sentRate(now.Add(-sentWindow), now)}
 	}
 }
 
@@ -63,8 +65,13 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // download ended (the same paths, measured alone from 5 s after its end)
 // no run broke the bounds, as before. Nor where a path-limited window
 // that closed since the cut delivered less than slowerShare of what the
-// stream sent: the path slowed, while the drain rate's windowed maximum
-// remembers the faster one for ten round trips. Another flow's queue takes
+// stream sent, since the cut or over sentWindow before it: the path
+// slowed, while the drain rate's windowed maximum remembers the faster
+// one for ten round trips. (A deep cut sends little since: after a fall
+// from 337 to 188 kb/s, with the round trip from 90 to 28 ms, a cut to
+// 66 kb/s was judged while its 1.5 s queue drained, read above the
+// queue at the cut, and undone to 326 kb/s, twice, with 2 s of queue
+// each time; the path model, TestAnsweredHalvedPath.) Another flow's queue takes
 // from the stream's delivery only what that flow pushes past the link (at
 // most BBR's probing gain, 1.25: beside a BBR download at 10 Mb/s in the
 // path model, 42 of 43 judgements found the newest window at 0.78 or more
@@ -90,7 +97,7 @@ func (c *Controller) answered(o Observation, excess time.Duration) {
 	grown := excess > a.q && excess > c.high && !draining
 	sent, drained := c.sentRate(a.at, o.Now), measured(o)
 	carried := sent > 0 && drained > 0 && sent.Scale(1/overDrain) <= drained
-	if o.Newest > 0 && o.NewestAt.After(a.at) && o.Newest < sent.Scale(slowerShare) {
+	if o.Newest > 0 && o.NewestAt.After(a.at) && o.Newest < max(sent, a.sent).Scale(slowerShare) {
 		carried = false // the path slowed since the cut: see above
 	}
 	if c.shift <= c.high {

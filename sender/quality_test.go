@@ -1448,6 +1448,48 @@ func TestAnsweredHalvedPath(t *testing.T) {
 	}
 }
 
+// TestAnsweredDeepCut: a deep cut after the path slowed sends little
+// since, so what a path-limited window delivered is judged against what
+// the stream sent before the cut as well. In the path model a fall from
+// 337 to 188 kb/s (BBR, the round trip from 90 to 28 ms) built 1.5 s of
+// queue before the cut to 66 kb/s; judged while that queue drained, still
+// above the excess at the cut, and measured against the 60 kb/s sent
+// since, it was undone to 326 kb/s, and the queue grew to 2 s again.
+func TestAnsweredDeepCut(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	before := 332 * rate.Kbps
+	for _, tc := range []struct {
+		name       string
+		newest     rate.Bitrate
+		wantUndone bool
+	}{
+		{"the path slowed", 180 * rate.Kbps, false},
+		{"the path carries what was sent, beside another flow", 300 * rate.Kbps, true},
+	} {
+		c := NewController(testLadder, before)
+		c.shift, c.low, c.high, c.fb = 6*time.Millisecond, qLow, qHigh, 1500*time.Millisecond
+		c.capacity, c.ceiling, c.rate = before, before, 326*rate.Kbps
+		cut := t0.Add(2 * time.Second)
+		c.sent = []written{
+			{from: t0, to: cut, bytes: 318e3 / 8 * 2},
+			{from: cut, to: cut.Add(2 * time.Second), bytes: 60e3 / 8 * 2},
+		}
+		c.await(cut, 865*time.Millisecond)
+		c.capacity, c.rate = 221*rate.Kbps, 66*rate.Kbps // the cut
+		o := Observation{
+			DrainRate: 181 * rate.Kbps, Newest: tc.newest, NewestAt: cut.Add(time.Second),
+			RTT: time.Second, MinRTT: 70 * time.Millisecond,
+		}
+		o.Now = cut.Add(c.fb / 2)
+		c.answered(o, 1504*time.Millisecond)
+		o.Now = cut.Add(c.fb + drainTime/2)
+		c.answered(o, 895*time.Millisecond)
+		if undone := c.capacity == before; undone != tc.wantUndone {
+			t.Errorf("%s: capacity %v after the judgement, undone %v, want %v", tc.name, c.capacity, undone, tc.wantUndone)
+		}
+	}
+}
+
 // TestSelfTermAfterFirstAcks: the transport's smoothed RTT is the
 // handshake's until the frames' own packets are acknowledged, and the
 // self term (see excess) does not take those round trips for the frames'
