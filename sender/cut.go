@@ -262,6 +262,7 @@ func (c *Controller) countCut(o Observation, excess time.Duration) {
 		c.cuts, c.firstCut, c.firstCutQ = 0, o.Now, excess
 		c.firstCap, c.firstCeil = c.capacity, c.ceiling
 		c.firstSent = c.sentRate(o.Now.Add(-sentWindow), o.Now)
+		c.firstPkts, c.firstLost = o.Sent, o.Lost
 	}
 	c.cuts++
 	if !c.congestedOnce {

@@ -369,6 +369,8 @@ type Controller struct {
 	firstCap  rate.Bitrate // the capacity and ceiling before the series' first cut
 	firstCeil rate.Bitrate
 	firstSent rate.Bitrate // the rate sent when it came
+	firstPkts int64        // and the transport's packets sent and lost then
+	firstLost int64
 	ans       answer       // the first cut since the last was judged, until its queue shows (see answered)
 	foreign   foreignQueue // the judgement that the excess is another flow's queue (see answered)
 	// congestedOnce says a congestion cut came; startQueue, that the

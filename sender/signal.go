@@ -304,6 +304,9 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	if d := measured(o); d > 0 && c.sentRate(o.Now.Add(-sentWindow), o.Now) > d.Scale(overDrain) {
 		return // the path carries less than is sent
 	}
+	if c.slowed(o) {
+		return
+	}
 	// The samples come a frame apart and none while the transport holds
 	// the frames back on its window: take at least the last three, or the
 	// trend over a gap reads as flat.
@@ -330,6 +333,28 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 		c.phase, c.phaseAt = recovering, o.Now
 		c.shown = max(c.shown, c.firstSent)
 	}
+}
+
+// slowed reports whether the path slowed since the series' first cut: a
+// path-limited window that closed since delivered less than slowerShare
+// of what the stream sent before that cut, and the buffer overflowed
+// meanwhile (more than lossHigh of the packets sent lost, above the
+// path's own loss, and lossMin at least). Then the excess is the stream's
+// own queue, which the cuts have yet to drain, and not a longer round
+// trip: in the path model a fall from 1.44 Mb/s to 608 kb/s (BBR, 73 ms)
+// filled the buffer, lost 28% of the packets over the series, and its
+// cuts, taken for a round trip's, were given back (the rate from 843 kb/s
+// to 1.31 Mb/s) with the queue still full: p95 624 ms over the floor.
+// A window after a longer round trip delivers less too (the congestion
+// window was sized for the shorter one) but loses nothing; beside
+// another flow's queue the stream's delivery keeps up with what it sends
+// (see answered).
+func (c *Controller) slowed(o Observation) bool {
+	if o.Newest <= 0 || !o.NewestAt.After(c.firstCut) || o.Newest >= c.firstSent.Scale(slowerShare) {
+		return false
+	}
+	lost, sent := o.Lost-c.firstLost, o.Sent-c.firstPkts
+	return lost >= lossMin && float64(lost) > (c.loss.base+lossHigh)*float64(sent)
 }
 
 // slope returns the trend of the smoothed RTT, in seconds per second: over
