@@ -169,7 +169,10 @@ var shortfalls = map[string]limit{
 	// half the link, utilization 0.62, and had little to drain.)
 	"bbr,200k,300ms,halve-double": {p95: 110 * time.Millisecond, halving: 5500 * time.Millisecond,
 		why: []string{"halving: capture to received back in 2.2 to 5.0 s, p95 30 to 182 ms above the floor (shortfall)"}},
-	// Paths whose rate wanders.
+	// Paths whose rate wanders. walk0's buffer, 200 ms at its first
+	// 384 kb/s, is 40 ms once the rate has wandered to 1.94 Mb/s, about
+	// one frame: a probe's larger frames lose their tails there, and the
+	// frames behind a retransmission arrive a round trip late.
 	"walk0,cubic,384k,178ms": {p95: 50 * time.Millisecond,
 		why: []string{"capture to received p95 33 to 125 ms above the floor, over 80 in 8 of 15 runs (shortfall)"}},
 	// A doubling that comes with a round trip from 29 to 131 ms: the base
