@@ -71,7 +71,7 @@ func (c *Controller) await(now time.Time, excess time.Duration) {
 // from 337 to 188 kb/s, with the round trip from 90 to 28 ms, a cut to
 // 66 kb/s was judged while its 1.5 s queue drained, read above the
 // queue at the cut, and undone to 326 kb/s, twice, with 2 s of queue
-// each time; the path model, TestAnsweredHalvedPath.) Another flow's queue takes
+// each time; the path model, TestAnsweredDeepCut.) Another flow's queue takes
 // from the stream's delivery only what that flow pushes past the link (at
 // most BBR's probing gain, 1.25: beside a BBR download at 10 Mb/s in the
 // path model, 42 of 43 judgements found the newest window at 0.78 or more

@@ -250,7 +250,8 @@ func (p phase) String() string {
 // over lossHigh above the path's own is a cut to the rate the losses leave
 // (see lossMeter). A standing excess that shiftCuts cuts over shiftTime and
 // shiftFb feedback delays did not halve is not the stream's own (a longer
-// route, another flow's queue): the base moves up to it rather than starve
+// route, another flow's queue), unless the path slowed and overflowed
+// meanwhile (see slowed): the base moves up to it rather than starve
 // the stream, and the capacity those cuts lowered is taken back. Once it
 // has moved, cuts the queue does not answer are undone (see answered):
 // beside a CUBIC download each of its cycles drew a series, each taking
