@@ -1384,6 +1384,16 @@ func TestExcessFollowsFrameSize(t *testing.T) {
 	}
 }
 
+// beforeJudgement returns a controller about to cut (see answered): its
+// capacity and ceiling at capacity, sending at r, the base shifted by
+// shift, and a feedback delay of fb.
+func beforeJudgement(capacity, r rate.Bitrate, shift, fb time.Duration) *Controller {
+	c := NewController(testLadder, capacity)
+	c.shift, c.low, c.high, c.fb = shift, qLow, qHigh, fb
+	c.capacity, c.ceiling, c.rate = capacity, capacity, r
+	return c
+}
+
 // TestAnsweredOwnOvershoot judges a cut on a path whose base has shifted
 // (see shifted) and whose queue grew after it while the path carried what
 // the stream sent. A probe that overshot the capacity before the cut
@@ -1408,9 +1418,7 @@ func TestAnsweredOwnOvershoot(t *testing.T) {
 		{"overshoot, queue near its peak", 2680 * rate.Kbps, 67 * time.Millisecond, 60 * time.Millisecond, true},
 		{"no overshoot, queue falling", 1950 * rate.Kbps, 67 * time.Millisecond, 29 * time.Millisecond, true},
 	} {
-		c := NewController(testLadder, capacity)
-		c.shift, c.low, c.high, c.fb = 22*time.Millisecond, qLow, qHigh, 150*time.Millisecond
-		c.capacity, c.ceiling, c.rate = capacity, capacity, tc.before
+		c := beforeJudgement(capacity, tc.before, 22*time.Millisecond, 150*time.Millisecond)
 		cut := t0.Add(time.Second)
 		c.sent = []written{{from: t0, to: t0.Add(2 * time.Second), bytes: float64(drain) / 8 * 2}}
 		c.await(cut, 18*time.Millisecond)
@@ -1444,9 +1452,7 @@ func TestAnsweredHalvedPath(t *testing.T) {
 		{"the path as fast as before", 2950 * rate.Kbps, 850 * time.Millisecond, true},
 		{"a share of it, beside another flow", 1900 * rate.Kbps, 850 * time.Millisecond, true},
 	} {
-		c := NewController(testLadder, before)
-		c.shift, c.low, c.high, c.fb = 16*time.Millisecond, qLow, qHigh, 550*time.Millisecond
-		c.capacity, c.ceiling, c.rate = before, before, 2900*rate.Kbps
+		c := beforeJudgement(before, 2900*rate.Kbps, 16*time.Millisecond, 550*time.Millisecond)
 		cut := t0.Add(time.Second)
 		// A probe's small cut awaits its judgement when the path halves;
 		// the halving's cut comes 0.7 s after it, and the judgement a
@@ -1488,9 +1494,7 @@ func TestAnsweredDeepCut(t *testing.T) {
 		{"the path slowed", 180 * rate.Kbps, false},
 		{"the path carries what was sent, beside another flow", 300 * rate.Kbps, true},
 	} {
-		c := NewController(testLadder, before)
-		c.shift, c.low, c.high, c.fb = 6*time.Millisecond, qLow, qHigh, 1500*time.Millisecond
-		c.capacity, c.ceiling, c.rate = before, before, 326*rate.Kbps
+		c := beforeJudgement(before, 326*rate.Kbps, 6*time.Millisecond, 1500*time.Millisecond)
 		cut := t0.Add(2 * time.Second)
 		c.sent = []written{
 			{from: t0, to: cut, bytes: 318e3 / 8 * 2},
