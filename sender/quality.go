@@ -48,6 +48,9 @@ const (
 	shiftCuts    = 2                      // cuts without effect before the base round trip moves
 	shiftTime    = 2 * time.Second        // over at least this long
 	shiftFb      = 6                      // and this many feedback delays
+	shiftSoonest = 500 * time.Millisecond // or this long, if the last cut left a standing excess unanswered
+	shiftStand   = 4                      // of at least this many band tops
+	shiftSent    = 0.5                    // with the rate sent under this share of what was sent before the series
 	overDrain    = 1.1                    // the rate sent over the drain rate that says the excess is its own
 	shiftGrown   = 1.25                   // an excess over this times the last cut's grew since it: not standing
 	shiftFall    = 5 * time.Second        // an excess falling too slowly to be gone within this is standing
@@ -250,10 +253,12 @@ func (p phase) String() string {
 // over lossHigh above the path's own is a cut to the rate the losses leave
 // (see lossMeter). A standing excess that shiftCuts cuts over shiftTime and
 // shiftFb feedback delays did not halve is not the stream's own (a longer
-// route, another flow's queue), unless the path slowed and overflowed
-// meanwhile (see slowed): the base moves up to it rather than starve
-// the stream, and the capacity those cuts lowered is taken back. Once it
-// has moved, cuts the queue does not answer are undone (see answered):
+// route, another flow's queue), nor one that cuts to under half the rate
+// that built it left standing for as long as a queue of its own would
+// have taken to drain by half (see unanswered), unless the path slowed
+// and overflowed meanwhile (see slowed): the base moves up to it rather
+// than starve the stream, and the capacity those cuts lowered is taken
+// back. Once it has moved, cuts not answered are undone (see answered):
 // beside a CUBIC download each of its cycles drew a series, each taking
 // the capacity from a drain rate that measured only the stream's share,
 // and the stream kept 5 to 7% of a 2 Mb/s path in the path model (11 to

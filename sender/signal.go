@@ -289,10 +289,11 @@ func (c *Controller) ownNow(q time.Duration, size float64) time.Duration {
 // answer it (another BBR halving, after a probe's three cuts of 13 to 23 ms:
 // BBR held its window for 0.76 s without an invitation, the first excess
 // after the gap, 130 ms, read as standing over it, and the base moved
-// 82 ms).
+// 82 ms). Where the cuts took the rate far down, the series is judged
+// sooner (see shiftDue).
 func (c *Controller) shifted(o Observation, excess time.Duration) {
 	c.shift = max(0, min(c.shift, o.RTT-o.MinRTT))
-	if excess <= c.high || c.cuts < shiftCuts || o.Now.Sub(c.firstCut) < max(shiftTime, shiftFb*c.fb) {
+	if excess <= c.high || c.cuts < shiftCuts || !c.shiftDue(o) {
 		return
 	}
 	if excess < c.lastCutQ*4/5 || excess.Seconds() > c.lastCutQ.Seconds()*shiftGrown {
@@ -318,9 +319,15 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	if o.Now.Sub(c.lastCut) < c.fb || gone(excess, sl, shiftFall) || sl > slopeHigh {
 		return
 	}
+	// The base moves to the least smoothed RTT over the last second, since
+	// the last cut showed: judged sooner (see unanswered), a series may
+	// have begun while the round trip still rose, and the second before
+	// held part of the rise (replayed, a 33 ms shift on a 130 ms step;
+	// the rest drew a new series of cuts).
 	low := o.RTT
+	from = later(o.Now.Add(-time.Second), c.lastCut.Add(c.fb))
 	for _, s := range c.rtts {
-		if !s.t.Before(o.Now.Add(-time.Second)) {
+		if !s.t.Before(from) {
 			low = min(low, time.Duration(s.v))
 		}
 	}
@@ -333,6 +340,55 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 		c.phase, c.phaseAt = recovering, o.Now
 		c.shown = max(c.shown, c.firstSent)
 	}
+}
+
+// shiftDue reports whether a series of cuts has waited long enough for
+// the base to move: shiftTime and shiftFb feedback delays since its first
+// cut, or, from shiftSoonest on, as long as the last cut needed to show
+// that it left the excess unanswered (see unanswered).
+func (c *Controller) shiftDue(o Observation) bool {
+	since := o.Now.Sub(c.firstCut)
+	return since >= max(shiftTime, shiftFb*c.fb) || (since >= shiftSoonest && c.unanswered(o))
+}
+
+// unanswered reports whether the series' cuts took the rate sent to under
+// shiftSent of what was sent before the first, and the excess, at least
+// shiftStand band tops at the last cut, has stood since that cut showed
+// (the smoothed RTT within a quarter of the cut's excess, over three
+// samples at least) for as long as a queue of the stream's own would have
+// taken to drain by half: a feedback delay, and half the cut's excess
+// over the share of itself such a queue loses a second, 1 − sent/capacity
+// (the capacity the cut estimated, at most what was sent before the
+// series). A queue that stands while the stream sends half of what built
+// it is not the stream's own. After a round trip's step from 20 to 172 ms
+// (2 Mb/s, CUBIC, seven real runs replayed), the series' cuts took what
+// the stream sent from about 1.9 Mb/s to 280 to 780 kb/s, and the excess
+// stood at 135 to 155 ms; the feedback delay, at one ACK a frame, had
+// grown to 0.3 to 0.45 s, and six of them held the base for up to 2.7 s,
+// in which more cuts took the capacity as low as 224 kb/s. Waiting for
+// the drain instead, the base moved 1.0 to 1.7 s after the step, not 1.8
+// to 2.9 (TestControllerRTTStepReplay).
+func (c *Controller) unanswered(o Observation) bool {
+	if c.lastCutQ < shiftStand*c.high || c.firstSent <= 0 {
+		return false
+	}
+	sent := c.sentRate(c.lastCut, o.Now)
+	capacity := min(c.capacity, c.firstSent)
+	if sent > c.firstSent.Scale(shiftSent) || sent >= capacity {
+		return false
+	}
+	fall := 1 - float64(sent)/float64(capacity)
+	if o.Now.Sub(c.lastCut) < c.fb+time.Duration(float64(c.lastCutQ/2)/fall) {
+		return false
+	}
+	from := c.lastCut.Add(c.fb)
+	lo, hi, n := time.Duration(math.MaxInt64), time.Duration(0), 0
+	for _, s := range c.rtts {
+		if !s.t.Before(from) {
+			lo, hi, n = min(lo, time.Duration(s.v)), max(hi, time.Duration(s.v)), n+1
+		}
+	}
+	return n >= 3 && hi-lo <= c.lastCutQ/4
 }
 
 // slowed reports whether the path slowed since the series' first cut: a
