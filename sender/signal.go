@@ -365,8 +365,8 @@ func (c *Controller) shiftDue(o Observation) bool {
 // buffer is full: after a halving from 10 to 5 Mb/s (BBR, 80 ms, a real
 // run), BBR held 124 KB in flight, paced at its own estimate, the excess
 // stood at 75 to 100 ms in a full buffer while the stream sent 2 Mb/s, the
-// base moved, and the cuts were undone as another flow's: p95 324 ms over
-// the floor. After a round trip's step from 20 to 172 ms
+// base moved 1.8 s after the step, and the capacity the cuts had lowered
+// came back, 10 Mb/s on the 5 Mb/s path: p95 324 ms over the floor. After a round trip's step from 20 to 172 ms
 // (2 Mb/s, CUBIC, seven real runs replayed), the series' cuts took what
 // the stream sent from about 1.9 Mb/s to 280 to 780 kb/s, and the excess
 // stood at 135 to 155 ms; the feedback delay, at one ACK a frame, had
