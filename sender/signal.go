@@ -353,27 +353,29 @@ func (c *Controller) shiftDue(o Observation) bool {
 
 // unanswered reports whether the series' cuts took the rate sent to under
 // shiftSent of what was sent before the first, and the excess, at least
-// shiftStand band tops at the last cut, has stood since that cut showed
-// (the smoothed RTT within a quarter of the cut's excess, over three
-// samples at least) for as long as a queue of the stream's own would have
-// taken to drain by half: a feedback delay, and half the cut's excess
-// over the share of itself such a queue loses a second, 1 − sent/capacity
-// (the capacity the cut estimated, at most what was sent before the
-// series), and the transport lost fewer than lossMin packets since the
-// series began beyond the path's own loss. A queue that stands while the
-// stream sends half of what built it is not the stream's own, unless the
-// buffer is full: after a halving from 10 to 5 Mb/s (BBR, 80 ms, a real
-// run), BBR held 124 KB in flight, paced at its own estimate, the excess
-// stood at 75 to 100 ms in a full buffer while the stream sent 2 Mb/s, the
-// base moved 1.8 s after the step, and the capacity the cuts had lowered
-// came back, 10 Mb/s on the 5 Mb/s path: p95 324 ms over the floor. After a round trip's step from 20 to 172 ms
-// (2 Mb/s, CUBIC, seven real runs replayed), the series' cuts took what
-// the stream sent from about 1.9 Mb/s to 280 to 780 kb/s, and the excess
-// stood at 135 to 155 ms; the feedback delay, at one ACK a frame, had
-// grown to 0.3 to 0.45 s, and six of them held the base for up to 2.7 s,
-// in which more cuts took the capacity as low as 224 kb/s. Waiting for
-// the drain instead, the base moved 1.0 to 1.7 s after the step, not 1.8
-// to 2.9 (TestControllerRTTStepReplay).
+// shiftStand band tops at the last cut, has stood since that cut showed (the
+// smoothed RTT within a quarter of the cut's excess, over three samples at
+// least) for as long as a queue of the stream's own would have taken to
+// drain by half: a feedback delay, and half the cut's excess over the share
+// of itself such a queue loses a second, 1 − sent/capacity (the capacity the
+// cut estimated, at most what was sent before the series); and the transport
+// lost fewer than lossMin packets since the series began beyond the path's
+// own loss. A queue that stands while the stream sends half of what built it
+// is not the stream's own, unless the buffer is full.
+//
+// After a round trip's step from 20 to 172 ms (2 Mb/s, CUBIC, seven real
+// runs replayed), the series' cuts took what the stream sent from about 1.9
+// Mb/s to 280 to 780 kb/s, and the excess stood at 135 to 155 ms; the
+// feedback delay, at one ACK a frame, had grown to 0.3 to 0.45 s, and six of
+// them held the base for up to 2.7 s, in which more cuts took the capacity
+// as low as 224 kb/s. Waiting for the drain instead, the base moved 1.0 to
+// 1.7 s after the step, not 1.8 to 2.9 (TestControllerRTTStepReplay).
+//
+// A full buffer stands however the rate falls: after a halving from 10 to 5
+// Mb/s (BBR, 80 ms, a real run), BBR held 124 KB in flight, paced at its own
+// estimate, the excess stood at 75 to 100 ms while the stream sent 2 Mb/s,
+// the base moved 1.8 s after the step, and the capacity the cuts had lowered
+// came back, 10 Mb/s on the 5 Mb/s path: p95 324 ms over the floor.
 func (c *Controller) unanswered(o Observation) bool {
 	if c.lastCutQ < shiftStand*c.high || c.firstSent <= 0 {
 		return false
