@@ -324,13 +324,8 @@ func (c *Controller) shifted(o Observation, excess time.Duration) {
 	// have begun while the round trip still rose, and the second before
 	// held part of the rise (replayed, a 33 ms shift on a 152 ms step;
 	// the rest drew a new series of cuts).
-	low := o.RTT
-	from = later(o.Now.Add(-time.Second), c.lastCut.Add(c.fb))
-	for _, s := range c.rtts {
-		if !s.t.Before(from) {
-			low = min(low, time.Duration(s.v))
-		}
-	}
+	lo, _, _ := c.rttSpan(later(o.Now.Add(-time.Second), c.lastCut.Add(c.fb)))
+	low := min(o.RTT, lo)
 	c.shift = max(c.shift, low-o.MinRTT)
 	c.cuts = 0
 	// The series' cuts answered the round trip, not the rate: take back
@@ -392,14 +387,20 @@ func (c *Controller) unanswered(o Observation) bool {
 	if lost, pkts := o.Lost-c.firstLost, o.Sent-c.firstPkts; float64(lost) >= c.loss.base*float64(pkts)+lossMin {
 		return false // the buffer overflowed: a full one stands however the rate falls
 	}
-	from := c.lastCut.Add(c.fb)
-	lo, hi, n := time.Duration(math.MaxInt64), time.Duration(0), 0
+	lo, hi, n := c.rttSpan(c.lastCut.Add(c.fb))
+	return n >= 3 && hi-lo <= c.lastCutQ/4
+}
+
+// rttSpan returns the least and the greatest smoothed RTT kept since from,
+// and how many there are (with none, lo is the longest duration).
+func (c *Controller) rttSpan(from time.Time) (lo, hi time.Duration, n int) {
+	lo = time.Duration(math.MaxInt64)
 	for _, s := range c.rtts {
 		if !s.t.Before(from) {
 			lo, hi, n = min(lo, time.Duration(s.v)), max(hi, time.Duration(s.v)), n+1
 		}
 	}
-	return n >= 3 && hi-lo <= c.lastCutQ/4
+	return lo, hi, n
 }
 
 // slowed reports whether the path slowed since the series' first cut: a
