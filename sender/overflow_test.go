@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"replenish/media"
 	"replenish/rate"
 )
 
@@ -325,5 +326,44 @@ func TestControllerSendLimited(t *testing.T) {
 		if over > time.Second {
 			t.Errorf("from %v: the target stood past %v of the drain rate for %v of 5 s", from, heldLead, over)
 		}
+	}
+}
+
+// TestSendLimited: a rate past the drain rate, with what was written not
+// past it, is one the stream cannot send, unless the encoder is what holds
+// the stream: its rung's Max bounds what the rate asks of it, and for a
+// keyframe's payback (keyUntil) the new rung's encoder writes under its
+// target. The exemptions were TestControllerRungProbeReplay's before it
+// replayed the run's frames at their own rung.
+func TestSendLimited(t *testing.T) {
+	const drain = 800 * rate.Kbps
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name    string
+		rung    int // of media.Ladder
+		rate    rate.Bitrate
+		written rate.Bitrate
+		keyed   bool // a keyframe is being paid back
+		want    bool
+	}{
+		{"the transport holds the rate", 2, 1200 * rate.Kbps, 780 * rate.Kbps, false, true},
+		{"what was written keeps up", 2, 1200 * rate.Kbps, 900 * rate.Kbps, false, false},
+		{"the rate within the drain's noise", 2, 860 * rate.Kbps, 780 * rate.Kbps, false, false},
+		{"at the rung's Max", 1, 1200 * rate.Kbps, 780 * rate.Kbps, false, false},
+		{"a keyframe paid back", 2, 1200 * rate.Kbps, 780 * rate.Kbps, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewController(media.Ladder, drain)
+			c.rung, c.rate, c.overhead = tc.rung, tc.rate, 1.03
+			for at := now.Add(-sentKeep); at.Before(now); at = at.Add(frame) {
+				c.sent = push(c.sent, written{at, at.Add(frame), float64(tc.written) * frame.Seconds() / 8}, now.Add(-sentKeep))
+			}
+			if tc.keyed {
+				c.keyUntil = now.Add(100 * time.Millisecond)
+			}
+			if got := c.sendLimited(Observation{Now: now}, drain); got != tc.want {
+				t.Errorf("sendLimited = %v, want %v (rate %v, written %v, drain %v)", got, tc.want, tc.rate, tc.written, drain)
+			}
+		})
 	}
 }

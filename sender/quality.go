@@ -398,9 +398,10 @@ type Controller struct {
 }
 
 type sample struct {
-	t    time.Time
-	v    float64
-	size float64 // bytes written per frame, keyframes aside, averaged (plainAvg) when taken
+	t     time.Time
+	v     float64
+	size  float64       // bytes written per frame, keyframes aside, averaged (plainAvg) when taken
+	shift time.Duration // the base's shift when taken: a round trip's own queueing is over the base it had
 }
 
 func (s sample) at() time.Time { return s.t }
@@ -764,7 +765,7 @@ func (c *Controller) sentRate(from, to time.Time) rate.Bitrate {
 
 // control is one step of the rate control proper.
 func (c *Controller) control(o Observation, dt time.Duration) {
-	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg}, o.Now.Add(-refWindow))
+	c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg, c.shift}, o.Now.Add(-refWindow))
 	c.fb = c.feedback(o, dt)
 	if c.selfFrom.IsZero() {
 		c.selfFrom = o.Now.Add(selfWait * c.fb)

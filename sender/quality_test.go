@@ -1375,7 +1375,7 @@ func TestExcessFollowsFrameSize(t *testing.T) {
 				c.frameAvg = c.plainAvg
 				srtt = ackFrame(srtt, base+q, link, size)
 				o = Observation{Now: now.Add(at), RTT: srtt, MinRTT: base, DrainRate: link}
-				c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg}, o.Now.Add(-refWindow))
+				c.rtts = push(c.rtts, sample{o.Now, float64(o.RTT), c.plainAvg, 0}, o.Now.Add(-refWindow))
 			}
 			if got := c.excess(o, time.Second/15); got < tc.least || got > tc.most {
 				t.Errorf("excess %v, want %v to %v", got, tc.least, tc.most)

@@ -166,25 +166,26 @@ func measured(o Observation) rate.Bitrate {
 // last; its lower envelope (the smallest over the last few frames) moves
 // only with a standing queue. The excess is that envelope above the base
 // (the transport's minimum RTT, plus any shift learned when the round trip
-// rose for good, see shifted), less the self term: the smoothed RTT's low
-// percentile (selfRank) over refWindow above the base, at most one average
-// frame's serialization at the capacity, so that a standing queue larger
-// than that cannot hide in it. (Not the minimum: a pause, as BBR's
-// PROBE_RTT, empties the path for a moment and would make the frames' own
-// queueing look like excess for the whole window.) Each round trip counts
-// at the frames' size now (ownNow): where a frame is a segment or two, its
-// own queueing is its whole serialization, and the round trips of smaller
-// frames held the self term for seconds after the rate rose. Recovering
-// from a halving's cuts to 250 kb/s (QUIC, 172 ms, 160x90 at 15 fps), the
-// frames grew from 500 to 1400 bytes, the growth read as 12 ms of excess,
-// and the cut it drew took the capacity to 120 kb/s (TestExcessFollowsFrameSize).
-// Nor does the self term take the round trips of the first selfWait
-// feedback delays (selfFrom), while the transport's smoothed RTT is still
-// the handshake's: over QUIC at 15 fps, 3.1 Mb/s and 212 ms, a quarter of
-// the first three seconds' round trips held it at 3 ms while the frames'
-// own queueing was about 30, and the base moved by the difference at 3 s
-// (see shifted) in nine runs of ten; a cut that a slower path's queue
-// drew later was then undone for another flow's (TestSelfTermAfterFirstAcks).
+// rose for good, see shifted), less the self term (see self): the smoothed
+// RTT's low percentile (selfRank) over refWindow above the base each round
+// trip had, at most one average frame's serialization at the capacity, so
+// that a standing queue larger than that cannot hide in it. (Not the
+// minimum: a pause, as BBR's PROBE_RTT, empties the path for a moment and
+// would make the frames' own queueing look like excess for the whole
+// window.) Each round trip counts at the frames' size now (ownNow): where a
+// frame is a segment or two, its own queueing is its whole serialization,
+// and the round trips of smaller frames held the self term for seconds after
+// the rate rose. Recovering from a halving's cuts to 250 kb/s (QUIC, 172 ms,
+// 160x90 at 15 fps), the frames grew from 500 to 1400 bytes, the growth read
+// as 12 ms of excess, and the cut it drew took the capacity to 120 kb/s
+// (TestExcessFollowsFrameSize). Nor does the self term take the round trips
+// of the first selfWait feedback delays (selfFrom), while the transport's
+// smoothed RTT is still the handshake's: over QUIC at 15 fps, 3.1 Mb/s and
+// 212 ms, a quarter of the first three seconds' round trips held it at 3 ms
+// while the frames' own queueing was about 30, and the base moved by the
+// difference at 3 s (see shifted) in nine runs of ten; a cut that a slower
+// path's queue drew later was then undone for another flow's
+// (TestSelfTermAfterFirstAcks).
 func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 	base := o.MinRTT + c.shift
 	recent := o.RTT
@@ -193,23 +194,45 @@ func (c *Controller) excess(o Observation, dt time.Duration) time.Duration {
 		frames /= time.Duration(1 + max(o.Skipped, 0))
 	}
 	span := max(envelope, frames*5/2)
+	for _, s := range c.rtts {
+		if !s.t.Before(o.Now.Add(-span)) {
+			recent = min(recent, time.Duration(s.v))
+		}
+	}
+	return recent - base - c.self(o)
+}
+
+// self returns the self term: the frames' own queueing, a low percentile
+// (selfRank) of the kept round trips' height over the base each was taken
+// at, at the frames' size now (see ownNow), at most a frame's
+// serialization at the capacity. It skips the round trips of the first
+// selfWait feedback delays (see selfFrom), and those of a series of cuts
+// that the base's move ended (selfGap): they stood over the old base. The
+// round trips from before the series keep the height over the base they
+// had, the frames' own queueing then; measured against the new base they
+// read none. After a round trip's step from 20 to 172 ms (a real run at
+// 2 Mb/s, CUBIC), the cuts had taken the frames to a tenth of their size,
+// and their round trips over the base they set read none either: for the
+// four seconds of refWindow the self term stayed near zero while the
+// frames, back at 1.9 Mb/s, queued 15 to 20 ms behind each other, and
+// that read as excess drew three more cuts, to 1.28 Mb/s.
+func (c *Controller) self(o Observation) time.Duration {
 	from := c.selfFrom
 	if c.rtts[len(c.rtts)-1].t.Before(from) {
 		from = time.Time{} // too early: every round trip counts
 	}
 	c.scratch = c.scratch[:0]
 	for _, s := range c.rtts {
-		v := time.Duration(s.v)
-		if !s.t.Before(from) {
-			c.scratch = append(c.scratch, c.ownNow(v-base, s.size))
+		if s.t.Before(from) {
+			continue
 		}
-		if !s.t.Before(o.Now.Add(-span)) {
-			recent = min(recent, v)
-		}
+		c.scratch = append(c.scratch, c.ownNow(time.Duration(s.v)-o.MinRTT-s.shift, s.size))
+	}
+	if len(c.scratch) == 0 {
+		return 0
 	}
 	slices.Sort(c.scratch)
-	self := min(c.scratch[len(c.scratch)*selfRank/100], c.frameSer())
-	return recent - base - self
+	return min(c.scratch[len(c.scratch)*selfRank/100], c.frameSer())
 }
 
 // ownNow returns q, a smoothed RTT's height above the base when the frames
