@@ -214,9 +214,13 @@ func sdesItem(pkts []rtcp.Packet, ssrc uint32, typ rtcp.SDESType) (text string, 
 }
 
 // ValidateStreamName checks that name can name a stream (or state its
-// mode): 1 to 64 bytes of UTF-8 without control characters. Its error wraps
-// ErrBadName.
+// mode): 1 to 64 bytes of UTF-8 without control characters, and not "." or
+// "..", which a URL resolves away: the viewer's page fetches whep/<name>,
+// and whep/.. is the viewer's root. Its error wraps ErrBadName.
 func ValidateStreamName(name string) error {
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q is a path segment that URLs resolve away", ErrBadName, name)
+	}
 	return validateText(name, MaxStreamNameLen)
 }
 

@@ -127,6 +127,8 @@ func TestStreamNameValidation(t *testing.T) {
 		{"DEL", "c", "a\x7fb"},
 		{"C1 control", "c", "a\u0085b"},
 		{"invalid UTF-8", "c", "a\xffb"},
+		{"dot", "c", "."},
+		{"dot dot", "c", ".."},
 		{"empty CNAME", "", "ok"},
 		{"CNAME with control", "a\x00b", "ok"},
 		{"CNAME too long", strings.Repeat("c", 256), "ok"},
@@ -154,6 +156,11 @@ func TestStreamNameValidation(t *testing.T) {
 				t.Errorf("StreamName: err = %v, want ErrBadName", err)
 			}
 		})
+	}
+	for _, ok := range []string{"...", ".cam", "cam.2"} {
+		if err := ValidateStreamName(ok); err != nil {
+			t.Errorf("ValidateStreamName(%q) = %v, want nil", ok, err)
+		}
 	}
 }
 

@@ -372,3 +372,63 @@ func connectSender(t *testing.T, name string, dial transport.Dialer) <-chan erro
 	})
 	return ends
 }
+
+// TestAuthQUICBudget: until a QUIC sender has proved the token the viewer
+// holds little of what it sends (quicAuthBudget). Past that on the first
+// stream, the proof's, it closes the connection at once rather than at the
+// deadline; a later stream waits unread until the proof, and then a frame
+// larger than the budget on it flows.
+func TestAuthQUICBudget(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		withToken(c)
+		c.AuthTimeout = time.Minute // only the budget can close a connection early
+	})
+	big := make([]byte, 60000) // an RTP packet without the marker bit: part of a frame
+	big[0], big[1] = 0x80, 96
+	t.Run("first stream", func(t *testing.T) {
+		fs := dialQUICConn(t, ts)
+		s, err := fs.qc.OpenUniStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := roqHeader()
+		for range 1 + quicAuthBudget/len(big) {
+			b, _ = framer.AppendRoQPacket(b, big)
+		}
+		s.Write(b) // may fail: the viewer closes the connection
+		select {
+		case err := <-fs.readErr:
+			var aerr *quic.ApplicationError
+			if !errors.As(err, &aerr) || !strings.Contains(aerr.ErrorMessage, "before proving the token") {
+				t.Errorf("connection ended with %v, want the viewer's close for the bytes before the proof", err)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("the viewer holds what an unproved sender sent past its budget")
+		}
+	})
+	t.Run("later stream", func(t *testing.T) {
+		fs := dialQUICConn(t, ts)
+		proof, err := fs.qc.OpenUniStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := proof.Write(roqHeader()); err != nil {
+			t.Fatal(err)
+		}
+		fs.openMedia()
+		fs.sendSDES("late")
+		if _, err := fs.sendFrame(fakeVP8(true, 320, 180, 2*quicAuthBudget), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // for the viewer to read the media stream, were it to
+		b, _ := framer.AppendRoQPacket(nil, framer.MarshalAuthAnswer(fs.ssrc, quicProof(t, fs.qc, authToken)))
+		if _, err := proof.Write(b); err != nil {
+			t.Fatalf("writing the proof: %v", err)
+		}
+		proof.Close()
+		eventually(t, "the frame behind the proof", func() bool {
+			s, ok := authStats(t, ts, authToken).stream("late")
+			return ok && s.Connected && s.FramesReceived == 1
+		})
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -146,10 +147,17 @@ func isPage(path string) bool {
 }
 
 // withoutToken returns u's path and query without the token parameter.
+// The path is cleaned as ServeMux cleans it (checkToken runs before
+// ServeMux does), keeping a trailing slash: a path such as "//evil.com/"
+// would otherwise redirect to another host.
 func withoutToken(u *url.URL) string {
 	q := u.Query()
 	q.Del("token")
-	out := url.URL{Path: u.Path, RawQuery: q.Encode()}
+	p := path.Clean("/" + u.Path)
+	if strings.HasSuffix(u.Path, "/") && p != "/" {
+		p += "/"
+	}
+	out := url.URL{Path: p, RawQuery: q.Encode()}
 	return out.String()
 }
 

@@ -120,6 +120,38 @@ func TestToken(t *testing.T) {
 	})
 }
 
+// The redirect that drops ?token= goes to the page's cleaned path on this
+// server, whatever the path requested: never "//host", which a browser
+// takes for another server.
+func TestTokenRedirectStaysOnServer(t *testing.T) {
+	const token = "correct-horse"
+	ts := startServer(t, func(c *Config) { c.Token = token })
+	for _, tc := range []struct{ path, want string }{
+		{"//evil.example/", "/evil.example/"},
+		{"///evil.example", "/evil.example"},
+		{"/%2F%2Fevil.example/", "/evil.example/"},
+		{"/a/../..//evil.example/x", "/evil.example/x"},
+		{"/\\evil.example/", "/%5Cevil.example/"}, // a browser takes a backslash for a slash
+		{"/", "/"},
+		{"/app.js", "/app.js"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			req, err := http.NewRequest("GET", ts.url(tc.path)+"?token="+token, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != tc.want {
+				t.Fatalf("%s to %q, want 303 to %q", resp.Status, loc, tc.want)
+			}
+		})
+	}
+}
+
 func TestHostCheckWithoutToken(t *testing.T) {
 	ts := startServer(t, nil)
 	for _, tc := range []struct {

@@ -6,8 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // dialHTTPFrom connects to the viewer's HTTP port from the loopback
@@ -134,4 +137,29 @@ func TestHTTPTimeouts(t *testing.T) {
 		}
 	})
 	eventually(t, "every connection released", func() bool { return ts.httpLimits.open() == 0 })
+}
+
+// With the default caps, a page beyond MaxClients from one address, whose
+// pages also hold connections for their fetches, gets the close 1013 the
+// page shows, not a connection closed unanswered.
+func TestPageOverCapFromOneAddress(t *testing.T) {
+	ts := startServer(t, nil)
+	for range DefaultMaxClients {
+		mustDialPage(t, ts).hello(t)
+	}
+	for range 6 { // what a browser opens per host for the pages' fetches
+		if !served(t, dialHTTPFrom(t, ts, "127.0.0.1")) {
+			t.Fatal("a fetch beside the pages was refused")
+		}
+	}
+	p, _, err := dialPage(t, ts, nil, nil)
+	if err != nil {
+		t.Fatalf("the page over MaxClients: %v; want its WebSocket, closed with 1013", err)
+	}
+	p.conn.SetReadDeadline(time.Now().Add(waitLimit))
+	_, _, err = p.conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater || !strings.Contains(ce.Text, "too many pages open") {
+		t.Fatalf("the page over MaxClients: %v; want a close 1013 saying too many pages are open", err)
+	}
 }

@@ -34,6 +34,13 @@ const maxSenderStreams = 256
 // frame's stream to end.
 const quicBufferFrames = 4
 
+// quicAuthBudget is what a QUIC link may hold read and not yet taken
+// before its sender has proved the token: one packet of any size, as a TCP
+// connection's reader holds at most then, rather than the quicBufferFrames
+// frames (16 MiB by default) that a peer which only completed the
+// handshake could otherwise make the viewer hold until AuthTimeout.
+const quicAuthBudget = framer.MaxPacketSize
+
 // errRoQ wraps the reasons a sender's QUIC framing is refused.
 var errRoQ = errors.New("viewer: malformed RoQ stream")
 
@@ -75,6 +82,9 @@ func (s *Server) acceptQUIC(ctx context.Context, ln *quic.Listener) error {
 			defer s.conns.Done()
 			defer release()
 			l := newQUICLink(qc, quicBufferFrames*s.cfg.MaxFrameSize)
+			if s.cfg.Token == "" {
+				l.authenticated() // there is nothing to prove
+			}
 			l.start()
 			s.serveSender(ctx, l)
 			l.wait()
@@ -92,11 +102,14 @@ func (s *Server) acceptQUIC(ctx context.Context, ln *quic.Listener) error {
 // long stream flows with no added delay while a frame whose stream is
 // reset part way is discarded, never half delivered; packets of later
 // streams wait until every earlier stream has ended (FIN) or been reset.
-// Feedback goes on a unidirectional stream the viewer opens.
+// Feedback goes on a unidirectional stream the viewer opens. Until the
+// sender has proved the token (see authenticated) the link reads only the
+// first stream, which carries the proof, and holds quicAuthBudget at most.
 type quicLink struct {
 	qc     *quic.Conn
-	budget int           // bytes the link may hold read and not yet taken
+	budget int           // bytes the link may hold read and not yet taken, once authenticated
 	wake   chan struct{} // capacity 1: packets became available, a stream ended, or the link failed
+	proved chan struct{} // closed by authenticated
 	wg     sync.WaitGroup
 
 	fb   *quic.SendStream // the feedback stream; writeControl's goroutine only
@@ -105,6 +118,7 @@ type quicLink struct {
 	mu       sync.Mutex  // guards following fields
 	streams  []*inStream // accepted and not yet taken, in stream order
 	buffered int         // bytes of packets held in streams
+	authed   bool        // authenticated was called
 	err      error       // why the link stopped; nil while it works
 }
 
@@ -129,7 +143,19 @@ var _ authLink = (*quicLink)(nil)
 
 // newQUICLink returns the link of qc; start starts reading it.
 func newQUICLink(qc *quic.Conn, budget int) *quicLink {
-	return &quicLink{qc: qc, budget: budget, wake: make(chan struct{}, 1)}
+	return &quicLink{qc: qc, budget: budget, wake: make(chan struct{}, 1), proved: make(chan struct{})}
+}
+
+// authenticated lets the link read every stream and hold up to its
+// budget: the sender has proved the token, or the viewer has none. Calls
+// after the first do nothing.
+func (l *quicLink) authenticated() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.authed {
+		l.authed = true
+		close(l.proved)
+	}
 }
 
 // start accepts and reads the sender's streams until the connection ends.
@@ -150,6 +176,13 @@ func (l *quicLink) accept() {
 		l.streams = append(l.streams, in)
 		l.mu.Unlock()
 		l.wg.Go(func() { l.read(in) })
+		// The proof of the token comes first, on a stream of its own:
+		// streams after it wait unread (quic-go holds what their flow
+		// control lets in) until the sender has proved it.
+		select {
+		case <-l.proved:
+		case <-l.qc.Context().Done(): // AcceptUniStream fails
+		}
 	}
 }
 
@@ -171,10 +204,14 @@ func (l *quicLink) read(in *inStream) {
 }
 
 // add appends pkt to in's packets and reports whether the link can go on:
-// past the byte budget it fails.
+// past the byte budget, or quicAuthBudget before authenticated, it fails.
 func (l *quicLink) add(in *inStream, pkt []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.authed && l.buffered+len(pkt) > quicAuthBudget {
+		l.failLocked(fmt.Errorf("viewer: the sender sent more than %d bytes before proving the token", quicAuthBudget))
+		return false
+	}
 	if l.buffered+len(pkt) > l.budget {
 		l.failLocked(fmt.Errorf("viewer: the sender's streams hold more than %d bytes ahead of a frame still open", l.budget))
 		return false

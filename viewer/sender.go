@@ -128,6 +128,9 @@ func (s *Server) serveSender(ctx context.Context, link authLink) {
 	}
 	var st *stream
 	if err == nil {
+		if a, ok := link.(interface{ authenticated() }); ok {
+			a.authenticated()
+		}
 		st, err = s.attachNew(sc)
 	}
 	if err != nil {
@@ -439,15 +442,29 @@ func (s *Server) leaveLocked(cur *stream, now time.Time) bool {
 }
 
 // detach marks st disconnected, unless another connection has taken it
-// over.
+// over. A stream that was never named and never had a frame is removed,
+// as leaveLocked does: a connection that carried nothing (a port scan, a
+// client that only connects) leaves no stream to take a slot under
+// MaxStreams, for which a new sender would evict a real stream whose
+// sender is reconnecting.
 func (s *Server) detach(sc *senderConn, st *stream) {
+	s.mu.Lock()
 	st.mu.Lock()
-	if st.conn == sc {
+	mine := st.conn == sc
+	if mine {
 		st.conn = nil
 		st.disconnectedAt = s.now()
 		st.firstFrame = time.Time{}
 	}
+	empty := mine && !st.named && st.framesReceived == 0
 	st.mu.Unlock()
+	if empty {
+		s.removeStreamLocked(st)
+	}
+	s.mu.Unlock()
+	if empty {
+		s.forgetStream(st.id)
+	}
 	s.streamsChanged()
 }
 

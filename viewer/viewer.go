@@ -92,8 +92,13 @@ const (
 	DefaultMaxSenderConnsPerAddr = 16
 	// DefaultMaxHTTPConns leaves room for DefaultMaxClients pages, each
 	// with its WebSocket and the few connections a browser opens besides.
-	DefaultMaxHTTPConns        = 128
-	DefaultMaxHTTPConnsPerAddr = 32
+	DefaultMaxHTTPConns = 128
+	// DefaultMaxHTTPConnsPerAddr leaves room, above DefaultMaxClients
+	// pages' WebSockets from one address, for the fetches the pages make
+	// (api/stats, api/time, whep) and for pages beyond MaxClients: those
+	// must connect to get the close that says why (1013); at the cap
+	// they would get a reset instead.
+	DefaultMaxHTTPConnsPerAddr = 2 * DefaultMaxClients
 	DefaultHTTPReadTimeout     = 10 * time.Second
 	DefaultHTTPWriteTimeout    = 30 * time.Second
 	DefaultHTTPIdleTimeout     = 60 * time.Second
@@ -164,7 +169,7 @@ type Config struct {
 	HTTPReadTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
 	// MaxHTTPConns caps the HTTP connections open at once, WebSockets
 	// included (default 128), and MaxHTTPConnsPerAddr those from one IP
-	// address (default 32). A connection beyond either is closed as soon
+	// address (default 64). A connection beyond either is closed as soon
 	// as it is accepted.
 	MaxHTTPConns, MaxHTTPConnsPerAddr int
 

@@ -297,6 +297,35 @@ func TestStreamCap(t *testing.T) {
 	})
 }
 
+// TestEmptyConnectionsLeaveNoStream: a connection that ends without
+// naming its stream or sending a frame leaves no stream behind, so that
+// such connections cannot fill the stream slots and evict the stream of a
+// sender that is away.
+func TestEmptyConnectionsLeaveNoStream(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.MaxStreams = 2 })
+	fs := dialSender(t, ts, "cam")
+	if _, err := fs.sendFrame(fakeVP8(true, 160, 90, 100), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the frame", func() bool { s, _ := ts.stats(t).stream("cam"); return s.FramesReceived == 1 })
+	fs.close()
+	eventually(t, "cam disconnected", func() bool { s, ok := ts.stats(t).stream("cam"); return ok && !s.Connected })
+
+	for range 3 {
+		empty := dialTCP(t, ts.media)
+		empty.challenge() // past the authentication: the viewer made its stream
+		empty.close()
+		eventually(t, "the connection closed", func() bool { return ts.senderLimits.open() == 0 })
+	}
+	var names []string
+	for _, s := range ts.stats(t).Streams {
+		names = append(names, s.Name)
+	}
+	if len(names) != 1 || names[0] != "cam" {
+		t.Fatalf("streams %q, want cam's only", names)
+	}
+}
+
 func TestClientCap(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.MaxClients = 1 })
 	first := mustDialPage(t, ts)

@@ -91,7 +91,7 @@ flags:
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` with the certificate for QUIC and HTTPS (chain, leaf first); default a new self-signed one at each start")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` with the private key of -tls-cert")
 	fs.StringVar(&o.fingerprintFile, "fingerprint-file", "", "once listening, write the certificate's fingerprint (sha256:...) and a newline to this `file` (replaced atomically; removed at exit)")
-	fs.TextVar(&o.pageMode, "page-mode", transport.DefaultMode, "buffer policy of each page's connection (`mode`): replenish[=DUR] (a frame only when the connection invites one, the freshest the page can decode) or default (as fast as the socket takes them)")
+	pageMode := fs.String("page-mode", transport.DefaultMode.String(), "buffer policy of each page's connection (`mode`): replenish[=DUR] (a frame only when the connection invites one, the freshest the page can decode) or default (as fast as the socket takes them)")
 	fs.DurationVar(&o.pageDelay, "page-delay", viewer.DefaultPageDelayTarget, "with -page-mode replenish, the longest a page's frame may wait behind the bytes already on its connection (`duration`) before the page gets base-layer frames only")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -99,6 +99,13 @@ flags:
 	if o.pageDelay <= 0 {
 		return o, fmt.Errorf("-page-delay %v: want a positive duration, such as 50ms", o.pageDelay)
 	}
+	// Parsed here rather than by fs.TextVar, whose error prints the whole
+	// usage: a bad mode gets a one-line error, as the other checks here.
+	mode, err := transport.ParseMode(*pageMode)
+	if err != nil {
+		return o, fmt.Errorf("-page-mode %s: %v", *pageMode, err)
+	}
+	o.pageMode = mode
 	if err := tcp.CheckMode(o.pageMode); err != nil {
 		return o, fmt.Errorf("-page-mode %s: %v", o.pageMode, err)
 	}
@@ -173,7 +180,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "viewer: %v\n", err)
+		fmt.Fprintln(stderr, err) // the viewer package's errors start with "viewer: "
 		return 2
 	}
 	ctx, stop := context.WithCancel(ctx)
@@ -193,11 +200,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		logPage(log, s, o.token != "")
 	case err := <-done:
-		fmt.Fprintf(stderr, "viewer: %v\n", err)
+		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	if err := <-done; err != nil {
-		fmt.Fprintf(stderr, "viewer: %v\n", err)
+		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	log.Info("stopped")

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,6 +61,36 @@ func TestFlags(t *testing.T) {
 				if !strings.Contains(out.String(), s) {
 					t.Errorf("output lacks %q:\n%s", s, out.String())
 				}
+			}
+		})
+	}
+}
+
+// A bad value that the viewer checks, and a failure to listen, are told in
+// one line that names the viewer once: no usage page, no "viewer: viewer:".
+func TestErrorLines(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // the line's start
+	}{
+		{"page mode unknown", []string{"-page-mode", "foo"}, 2, "viewer: -page-mode foo: "},
+		{"page mode not TCP's", []string{"-page-mode", "expire=100ms"}, 2, "viewer: -page-mode expire=100ms: "},
+		{"media port in use", []string{"-listen", busy.Addr().String(), "-http", "127.0.0.1:0"}, 1, "viewer: media listener: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code := run(context.Background(), tc.args, &out)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) {
+				t.Fatalf("exit code %d, output:\n%s\nwant %d and one line starting %q", code, out.String(), tc.code, tc.want)
 			}
 		})
 	}
