@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,13 +61,13 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		fmt.Fprintf(out, "usage: sender [flags]\n\nSends a synthetic VP8 stream to a viewer, one frame per invitation.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `address` to send to: host:port (TCP, or UDP for QUIC), or the WHIP URL for WebRTC (http://127.0.0.1:8080/whip; https:// for a viewer off loopback)")
+	fs.StringVar(&o.to, "to", "127.0.0.1:7000", "viewer `address` to send to: host:port (TCP, or UDP for QUIC; port 1 to 65535), or the WHIP URL for WebRTC (http://127.0.0.1:8080/whip; https:// for a viewer off loopback)")
 	fs.StringVar(&o.name, "name", "replenish", "stream `name` shown by the viewer (at most 64 bytes)")
 	fs.StringVar(&o.transport, "transport", "tcp", "`transport`: tcp, quic (RTP over QUIC; needs -pin or -ca) or webrtc (WHIP, pion's congestion control, for comparison)")
 	fs.StringVar(&o.token, "token", os.Getenv("REPLENISH_TOKEN"), "the viewer's `token`: over TCP and QUIC proved at each connection (it never crosses the network), over WebRTC sent as the WHIP bearer token (default $REPLENISH_TOKEN)")
 	fs.StringVar(&r.probe, "probe", "", "clock probes to this UDP `host:port` (default: -to for tcp and quic; none for webrtc unless given: the viewer's -listen address)")
-	fs.StringVar(&r.mode, "mode", "replenish", "send buffer policy: replenish, lowat (TCP) or default, expire=DURATION (QUIC), or a full form such as replenish=15ms, lowat=15000, default+nagle")
-	fs.DurationVar(&r.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration`")
+	fs.StringVar(&r.mode, "mode", "replenish", "send buffer policy: replenish, lowat (TCP) or default, expire=DURATION (QUIC), or a full form such as replenish=15ms (at most 1s), lowat=15000, default+nagle")
+	fs.DurationVar(&r.replenish, "replenish", transport.DefaultReplenishTime, "replenish time for -mode replenish: invite a frame when the unsent backlog drains within this `duration` (at most 1s)")
 	fs.IntVar(&r.lowat, "lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for -mode lowat")
 	fs.BoolVar(&r.nodelay, "nodelay", true, "set TCP_NODELAY (false turns Nagle's algorithm back on)")
 	fs.StringVar(&o.cc, "cc", "", "TCP's congestion control, e.g. cubic or bbr (default the system's, net.ipv4.tcp_congestion_control; see README, \"TCP congestion control\")")
@@ -121,8 +122,9 @@ func (o *options) check(r rawFlags) error {
 	if maxSize := o.maxRTPSize(); o.rtpSize < minRTPSize || o.rtpSize > maxSize {
 		return fmt.Errorf("-rtp-size %d: want %d to %d bytes over %s", o.rtpSize, minRTPSize, maxSize, o.transport)
 	}
-	if o.name == "" || len(o.name) > 64 {
-		return fmt.Errorf("-name %q: want 1 to 64 bytes", o.name)
+	if err := framer.ValidateStreamName(o.name); err != nil {
+		why := strings.TrimPrefix(err.Error(), framer.ErrBadName.Error()+": ")
+		return fmt.Errorf("-name %q: %s; want 1 to %d bytes of UTF-8 without control characters", o.name, why, framer.MaxStreamNameLen)
 	}
 	if o.start, err = rate.Parse(r.bitrate); err != nil || o.start < 10*rate.Kbps || o.start > 100*rate.Mbps {
 		return fmt.Errorf("-bitrate %q: want a rate from 10kbit to 100mbit", r.bitrate)
@@ -143,27 +145,58 @@ func (o *options) check(r rawFlags) error {
 	return o.checkTransport(r)
 }
 
-// checkAddress checks -to and -probe for the transport.
+// checkAddress checks -to and -probe for the transport: each names a
+// destination, so its port must be 1 to 65535 (0 is only for listening).
+// An empty host, as in :7000, is left to the dialer, which takes it for
+// this machine.
 func (o *options) checkAddress(r rawFlags) error {
 	if o.transport == "webrtc" {
 		u, err := url.Parse(o.to)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("-to %q: -transport webrtc wants the WHIP URL, e.g. http://127.0.0.1:8080/whip", o.to)
 		}
-	} else if _, _, err := net.SplitHostPort(o.to); err != nil {
-		return fmt.Errorf("-to %q: want host:port: %v", o.to, err)
+		// No port is the scheme's (80 or 443).
+		if u.Port() != "" && !validPort(u.Port()) {
+			return fmt.Errorf("-to %q: port must be a number from 1 to 65535", o.to)
+		}
+	} else if err := checkHostPort("to", o.to); err != nil {
+		return err
 	}
 	o.probe = r.probe
 	if o.probe == "" && o.transport != "webrtc" {
 		o.probe = o.to
 	}
 	if o.probe != "" {
-		if _, _, err := net.SplitHostPort(o.probe); err != nil {
-			return fmt.Errorf("-probe %q: want host:port: %v", o.probe, err)
-		}
+		return checkHostPort("probe", o.probe)
 	}
 	return nil
 }
+
+// checkHostPort checks the host:port of a destination flag.
+func checkHostPort(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-%s %q: want host:port: %v", flag, addr, err)
+	}
+	if !validPort(port) {
+		return fmt.Errorf("-%s %q: port must be a number from 1 to 65535", flag, addr)
+	}
+	return nil
+}
+
+// validPort says whether port is a destination's port number, 1 to 65535.
+func validPort(port string) bool {
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0
+}
+
+// maxReplenishTime is the longest replenish time. The replenish time is
+// the notice the transport gives before its unsent backlog runs out, so
+// the sender keeps about that much data of its own queued: past 1 s that
+// is more than a frame interval at the slowest -fps (1) and more than the
+// TCP transport's 1 s safety timer, the seconds of buffering source
+// buffer management exists to remove.
+const maxReplenishTime = time.Second
 
 // parseMode reads -mode with its helpers -replenish, -lowat and -nodelay.
 func parseMode(r rawFlags) (transport.Mode, error) {
@@ -194,6 +227,12 @@ func parseMode(r rawFlags) (transport.Mode, error) {
 	}
 	if r.set["replenish"] && m.Policy != transport.Replenish {
 		return transport.Mode{}, errors.New("-replenish applies only to -mode replenish")
+	}
+	if m.Policy == transport.Replenish && m.ReplenishTime > maxReplenishTime {
+		if r.set["replenish"] {
+			return transport.Mode{}, fmt.Errorf("-replenish %v: want at most %v", r.replenish, maxReplenishTime)
+		}
+		return transport.Mode{}, fmt.Errorf("-mode %q: replenish time %v: want at most %v", r.mode, m.ReplenishTime, maxReplenishTime)
 	}
 	if r.set["nodelay"] {
 		m.Nagle = !r.nodelay

@@ -93,7 +93,7 @@ func run(args []string, stderr io.Writer) int {
 	scfg.Source = src
 	s, err := sender.New(scfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "sender: %v\n", err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return 1
 	}
 	defer s.Close()
@@ -128,11 +128,21 @@ func run(args []string, stderr io.Writer) int {
 	}
 	st.clear()
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "sender: %v\n", err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return 1
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// errorLine is err as the command reports it, after the command's name;
+// package sender's errors begin with that name already.
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "sender: ") {
+		return msg
+	}
+	return "sender: " + msg
 }
 
 func goDone(f func()) <-chan struct{} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -208,5 +209,130 @@ func TestWHIPClientPins(t *testing.T) {
 				t.Fatalf("GET: %v, want success %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// -to and -probe name destinations: a port out of 1 to 65535 is a flag
+// error at once, not a dial that fails and retries forever.
+func TestDestinationPorts(t *testing.T) {
+	const bad = "port must be a number from 1 to 65535"
+	webrtc := []string{"-transport", "webrtc", "-to"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string // "" means accepted
+	}{
+		{"port too large", []string{"-to", "127.0.0.1:99999"}, bad},
+		{"negative port", []string{"-to", ":-1"}, bad},
+		{"port 0", []string{"-to", ":0"}, bad},
+		{"port by name", []string{"-to", "127.0.0.1:http"}, bad},
+		{"quic port too large", []string{"-transport", "quic", "-pin", pin, "-to", "127.0.0.1:65536"}, bad},
+		{"probe port too large", []string{"-probe", "127.0.0.1:99999"}, bad},
+		{"probe port 0", []string{"-probe", "127.0.0.1:0"}, bad},
+		{"webrtc probe port too large", []string{"-transport", "webrtc", "-to", "http://h/whip", "-probe", "h:99999"}, bad},
+		{"WHIP port too large", append(webrtc, "http://h:99999/whip"), bad},
+		{"WHIP port 0", append(webrtc, "https://h:0/whip"), bad},
+		{"lowest port", []string{"-to", "127.0.0.1:1"}, ""},
+		{"highest port", []string{"-to", "127.0.0.1:65535"}, ""},
+		{"empty host: this machine", []string{"-to", ":7000"}, ""},
+		{"IPv6", []string{"-to", "[::1]:7000", "-probe", "[::1]:7001"}, ""},
+		{"WHIP without a port", append(webrtc, "https://h/whip"), ""},
+		{"WHIP with a port", append(webrtc, "http://127.0.0.1:8080/whip"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseFlags(tc.args, io.Discard)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// A replenish time is at most a second, from -replenish or -mode.
+func TestReplenishTimeBound(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string // "" means accepted
+	}{
+		{[]string{"-replenish", "100h"}, "-replenish 100h0m0s: want at most 1s"},
+		{[]string{"-replenish", "1001ms"}, "-replenish 1.001s: want at most 1s"},
+		{[]string{"-mode", "replenish=100h"}, `-mode "replenish=100h": replenish time 100h0m0s: want at most 1s`},
+		{[]string{"-mode", "replenish=2s+kernel"}, "want at most 1s"},
+		{[]string{"-transport", "quic", "-pin", pin, "-mode", "replenish=100h"}, "want at most 1s"},
+		{[]string{"-replenish", "1s"}, ""},
+		{[]string{"-mode", "replenish=1s"}, ""},
+		{[]string{"-mode", "replenish=100us"}, ""},
+		{[]string{"-transport", "quic", "-pin", pin, "-mode", "expire=2s"}, ""},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if tc.wantErr == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%q: err = %v, want one saying %q", tc.args, err, tc.wantErr)
+		}
+	}
+}
+
+// Bad flags exit 2 with one line naming the command once.
+func TestRunBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"port", []string{"-to", "127.0.0.1:99999"}, `sender: -to "127.0.0.1:99999": port must be a number from 1 to 65535`},
+		{"probe port", []string{"-probe", "127.0.0.1:99999"}, `sender: -probe "127.0.0.1:99999": port must be a number from 1 to 65535`},
+		{"replenish", []string{"-replenish", "100h"}, "sender: -replenish 100h0m0s: want at most 1s"},
+		{"mode", []string{"-mode", "replenish=100h"}, `sender: -mode "replenish=100h": replenish time 100h0m0s: want at most 1s`},
+		{"control character in the name", []string{"-name", "a\x01b"},
+			`sender: -name "a\x01b": control character U+0001; want 1 to 64 bytes of UTF-8 without control characters`},
+		{"name too long", []string{"-name", strings.Repeat("n", 65)}, "sender: -name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			done := make(chan int, 1)
+			// Should the flags pass, the sender dials a port nothing
+			// listens on, not a viewer that may run on this machine.
+			args := append([]string{"-to", "127.0.0.1:1", "-status=false"}, tc.args...)
+			go func() { done <- run(args, &out) }()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("run did not return: the sender took the flags and started")
+			}
+			if code != 2 {
+				t.Errorf("exit code %d, want 2", code)
+			}
+			got := out.String()
+			if strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, tc.want) || strings.Contains(got, "sender: sender:") {
+				t.Errorf("stderr %q, want one line starting %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Package sender's errors already begin "sender: "; the command adds its
+// name only to the others.
+func TestErrorLine(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{"sender: stream name: framer: invalid stream name: control character U+0001", "sender: stream name: framer: invalid stream name: control character U+0001"},
+		{"sender: ConnectConfig.Dial is required", "sender: ConnectConfig.Dial is required"},
+		{"tcp: dialing x: refused", "sender: tcp: dialing x: refused"},
+		{"senders: x", "sender: senders: x"},
+	} {
+		if got := errorLine(errors.New(tc.err)); got != tc.want {
+			t.Errorf("errorLine(%q) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
