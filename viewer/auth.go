@@ -25,6 +25,11 @@ type authLink interface {
 	// framer.QUICAuthBinding). Over TCP it writes the challenge c from
 	// ssrc, blocking until deadline at most; over QUIC it sends nothing.
 	authBinding(ssrc uint32, c framer.AuthChallenge, deadline time.Time) ([]byte, error)
+	// authenticated says the sender has proved the token, or that the
+	// viewer has none: the link may then read and hold what a proved
+	// sender may (over QUIC, every stream and its whole budget; over TCP
+	// nothing changes).
+	authenticated()
 }
 
 // authenticate runs the media authentication of a new connection (see

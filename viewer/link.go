@@ -97,6 +97,10 @@ func (l *tcpLink) authBinding(ssrc uint32, c framer.AuthChallenge, deadline time
 	return framer.TCPAuthBinding(c.Nonce), nil
 }
 
+// authenticated does nothing: a TCP link reads one packet at a time,
+// proved or not.
+func (l *tcpLink) authenticated() {}
+
 // refuse tells the sender why the viewer ends the connection, in an RTCP
 // BYE from ssrc, then closes it: it shuts its side down and discards what
 // the sender still sends until the sender closes too, for refuseLinger at

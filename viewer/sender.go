@@ -128,9 +128,7 @@ func (s *Server) serveSender(ctx context.Context, link authLink) {
 	}
 	var st *stream
 	if err == nil {
-		if a, ok := link.(interface{ authenticated() }); ok {
-			a.authenticated()
-		}
+		link.authenticated()
 		st, err = s.attachNew(sc)
 	}
 	if err != nil {
